@@ -1,0 +1,143 @@
+//! The crate's one error type.
+//!
+//! Every public function returns [`Result`]; no public function panics on bad input, because in
+//! wasm a panic kills the whole instance. Each variant carries what the caller needs to fix the
+//! call, and [`Error::code`] gives a stable name that the JavaScript layer exposes as `err.code`.
+
+use crate::{DType, Shape};
+
+/// Everything that can go wrong in kopitiam-wasm.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two shapes that must agree do not (reshape sizes, matmul inner dimensions, op ranks,
+    /// kernel parameters). `expected` and `actual` are human-readable descriptions because some
+    /// requirements ("rank >= 2", "stride > 0") are not themselves shapes.
+    #[error("{op}: shape mismatch: expected {expected}, got {actual}")]
+    ShapeMismatch {
+        op: &'static str,
+        expected: String,
+        actual: String,
+    },
+
+    /// NumPy right-aligned broadcasting failed.
+    #[error("shapes {lhs} and {rhs} are not broadcastable")]
+    NotBroadcastable { lhs: Shape, rhs: Shape },
+
+    /// The operand has the wrong dtype for this op (e.g. a math op on i32 data).
+    #[error("{op}: expected dtype {expected}, got {actual}")]
+    DTypeMismatch {
+        op: &'static str,
+        expected: DType,
+        actual: DType,
+    },
+
+    /// The op has no implementation for this dtype (e.g. converting f32 to a quantized format).
+    #[error("{op}: dtype {dtype} is not supported")]
+    UnsupportedDType { op: &'static str, dtype: DType },
+
+    /// Block-quantized data cannot be addressed per element: dequantize with
+    /// `to_dtype(DType::F32)` first.
+    #[error("{op}: {dtype} is block-quantized and has no per-element access; call to_dtype(F32) first")]
+    QuantizedElementAccess { op: &'static str, dtype: DType },
+
+    /// A quantized tensor's last dimension must hold whole blocks.
+    #[error("{dtype} needs the last dimension to be a multiple of {block_elems}, got {dim}")]
+    PartialQuantizedBlock {
+        dtype: DType,
+        dim: usize,
+        block_elems: usize,
+    },
+
+    /// The buffer holds fewer bytes or elements than the shape needs.
+    #[error("storage too small for {dtype} {shape}: need {needed}, have {available}")]
+    StorageTooSmall {
+        dtype: DType,
+        shape: Shape,
+        needed: usize,
+        available: usize,
+    },
+
+    /// The buffer holds more elements or bytes than the shape describes.
+    #[error("data length {actual} does not match shape {shape} ({expected} needed)")]
+    LengthMismatch {
+        shape: Shape,
+        expected: usize,
+        actual: usize,
+    },
+
+    /// An axis argument is not smaller than the tensor's rank.
+    #[error("{op}: axis {axis} out of range for rank {rank}")]
+    AxisOutOfRange {
+        op: &'static str,
+        axis: usize,
+        rank: usize,
+    },
+
+    /// `narrow` asked for a range outside the dimension.
+    #[error("narrow: range {start}..{start}+{len} out of bounds for dimension {dim} of size {size}")]
+    NarrowOutOfRange {
+        dim: usize,
+        start: usize,
+        len: usize,
+        size: usize,
+    },
+
+    /// An index (e.g. a token id for `gather_rows`) is outside `[0, size)`.
+    #[error("{op}: index {index} out of range for size {size}")]
+    IndexOutOfRange {
+        op: &'static str,
+        index: i64,
+        size: usize,
+    },
+
+    /// A size computation overflowed `usize`.
+    #[error("{what}: size overflows the address space")]
+    SizeOverflow { what: &'static str },
+
+    /// The allocator refused a buffer (in wasm: the 4 GiB memory limit or the browser's cap).
+    #[error("could not allocate {bytes} bytes")]
+    AllocationFailed { bytes: usize },
+
+    /// An argument that is neither a shape nor a dtype is invalid (e.g. an empty `concat` list).
+    #[error("{op}: {reason}")]
+    InvalidArgument { op: &'static str, reason: String },
+}
+
+impl Error {
+    /// Stable machine-readable name of the variant; JavaScript sees it as `err.code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::ShapeMismatch { .. } => "ShapeMismatch",
+            Error::NotBroadcastable { .. } => "NotBroadcastable",
+            Error::DTypeMismatch { .. } => "DTypeMismatch",
+            Error::UnsupportedDType { .. } => "UnsupportedDType",
+            Error::QuantizedElementAccess { .. } => "QuantizedElementAccess",
+            Error::PartialQuantizedBlock { .. } => "PartialQuantizedBlock",
+            Error::StorageTooSmall { .. } => "StorageTooSmall",
+            Error::LengthMismatch { .. } => "LengthMismatch",
+            Error::AxisOutOfRange { .. } => "AxisOutOfRange",
+            Error::NarrowOutOfRange { .. } => "NarrowOutOfRange",
+            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
+            Error::SizeOverflow { .. } => "SizeOverflow",
+            Error::AllocationFailed { .. } => "AllocationFailed",
+            Error::InvalidArgument { .. } => "InvalidArgument",
+        }
+    }
+
+    /// Shorthand for the common `ShapeMismatch` built from two displayable descriptions.
+    pub(crate) fn shape(
+        op: &'static str,
+        expected: impl std::fmt::Display,
+        actual: impl std::fmt::Display,
+    ) -> Self {
+        Error::ShapeMismatch {
+            op,
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

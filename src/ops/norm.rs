@@ -1,0 +1,79 @@
+//! Softmax and the normalisations.
+
+use crate::error::{Error, Result};
+use crate::storage::try_vec;
+use crate::strided::for_each_row;
+use crate::Tensor;
+
+impl Tensor {
+    /// Softmax along `axis`: `exp(x - max(x)) / sum(exp(x - max(x)))`.
+    ///
+    /// Subtracting the max is not optional: real logits reach the thousands, `exp(1000)` is
+    /// `inf` in f32 and `inf / inf` is NaN. With it every exponent is <= 0.
+    pub fn softmax(&self, axis: usize) -> Result<Tensor> {
+        let shifted = self.sub(&self.max(axis, true)?)?;
+        let e = shifted.exp()?;
+        e.div(&e.sum(axis, true)?)
+    }
+
+    /// Calls `f(row, out_row)` for every vector along the last dimension.
+    fn last_dim_op(&self, op: &'static str, f: impl Fn(&[f32], &mut [f32])) -> Result<Tensor> {
+        let a = self.f32_storage(op)?;
+        let n = self.elem_count();
+        let mut out = try_vec(n, 0.0f32)?;
+        let mut row = Vec::new();
+        let mut pos = 0;
+        for_each_row(self.dims(), [self.strides()], [self.offset()], |[o], len, [s]| {
+            row.clear();
+            row.extend((0..len).map(|j| a[o + j * s]));
+            f(&row, &mut out[pos..pos + len]);
+            pos += len;
+        });
+        Ok(Tensor::new_f32(out, self.shape().clone()))
+    }
+
+    /// `weight` as a dense vector of exactly `hidden` f32 values.
+    fn norm_param(&self, op: &'static str, p: &Tensor, name: &str) -> Result<Vec<f32>> {
+        let hidden = self.dims().last().copied().unwrap_or(1);
+        if p.elem_count() != hidden {
+            return Err(Error::shape(
+                op,
+                format!("{name} with {hidden} elements"),
+                p.shape(),
+            ));
+        }
+        p.require_dtype(op, crate::DType::F32)?;
+        p.to_vec_f32()
+    }
+
+    /// RMSNorm: `x / sqrt(mean(x^2) + eps) * weight` over the last dimension (sum in f64).
+    /// `weight` must have exactly `hidden` elements.
+    pub fn rms_norm(&self, weight: &Tensor, eps: f32) -> Result<Tensor> {
+        self.require_dtype("rms_norm", crate::DType::F32)?;
+        let w = self.norm_param("rms_norm", weight, "weight")?;
+        self.last_dim_op("rms_norm", |x, y| {
+            let ms = x.iter().map(|&v| v as f64 * v as f64).sum::<f64>() / x.len() as f64;
+            let scale = (1.0 / (ms + eps as f64).sqrt()) as f32;
+            for ((y, &v), &w) in y.iter_mut().zip(x).zip(&w) {
+                *y = v * scale * w;
+            }
+        })
+    }
+
+    /// LayerNorm: `(x - mean) / sqrt(var + eps) * weight + bias` over the last dimension, with
+    /// the population variance (divide by N).
+    pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
+        self.require_dtype("layer_norm", crate::DType::F32)?;
+        let w = self.norm_param("layer_norm", weight, "weight")?;
+        let b = self.norm_param("layer_norm", bias, "bias")?;
+        self.last_dim_op("layer_norm", |x, y| {
+            let n = x.len() as f64;
+            let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
+            let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+            let inv = 1.0 / (var + eps as f64).sqrt();
+            for (i, y) in y.iter_mut().enumerate() {
+                *y = ((x[i] as f64 - mean) * inv) as f32 * w[i] + b[i];
+            }
+        })
+    }
+}

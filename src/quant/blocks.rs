@@ -1,0 +1,75 @@
+//! Block layouts and the reference dequantizers (the oracle for every fused kernel).
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use half::f16;
+
+/// Elements per Q4_0 block.
+pub const QK4_0: usize = 32;
+/// Elements per Q8_0 block.
+pub const QK8_0: usize = 32;
+
+const _: () = assert!(DType::Q4_0.block_bytes() == 2 + QK4_0 / 2);
+const _: () = assert!(DType::Q8_0.block_bytes() == 2 + QK8_0);
+
+#[inline]
+pub(crate) fn read_f16(b: &[u8]) -> f32 {
+    f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32()
+}
+
+/// Dequantizes whole Q4_0 blocks: `bytes.len() / 18` blocks into `out` (32 floats each).
+pub fn dequantize_row_q4_0(bytes: &[u8], out: &mut [f32]) {
+    for (block, y) in bytes
+        .chunks_exact(DType::Q4_0.block_bytes())
+        .zip(out.chunks_exact_mut(QK4_0))
+    {
+        let d = read_f16(block);
+        let qs = &block[2..];
+        for j in 0..QK4_0 / 2 {
+            y[j] = ((qs[j] & 0x0F) as i32 - 8) as f32 * d;
+            y[j + QK4_0 / 2] = ((qs[j] >> 4) as i32 - 8) as f32 * d;
+        }
+    }
+}
+
+/// Dequantizes whole Q8_0 blocks: `bytes.len() / 34` blocks into `out` (32 floats each).
+pub fn dequantize_row_q8_0(bytes: &[u8], out: &mut [f32]) {
+    for (block, y) in bytes
+        .chunks_exact(DType::Q8_0.block_bytes())
+        .zip(out.chunks_exact_mut(QK8_0))
+    {
+        let d = read_f16(block);
+        for (o, &q) in y.iter_mut().zip(&block[2..]) {
+            *o = (q as i8) as f32 * d;
+        }
+    }
+}
+
+/// Dequantizes `bytes` of `dtype` into `out`, which must hold exactly the elements they encode.
+pub fn dequantize_row(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Result<()> {
+    let blocks = bytes.len() / dtype.block_bytes().max(1);
+    if !dtype.is_quantized()
+        || bytes.len() % dtype.block_bytes() != 0
+        || out.len() != blocks * dtype.block_elems()
+    {
+        return Err(Error::InvalidArgument {
+            op: "dequantize_row",
+            reason: format!(
+                "{} bytes of {dtype} do not fill {} output elements",
+                bytes.len(),
+                out.len()
+            ),
+        });
+    }
+    match dtype {
+        DType::Q4_0 => dequantize_row_q4_0(bytes, out),
+        DType::Q8_0 => dequantize_row_q8_0(bytes, out),
+        _ => {
+            return Err(Error::UnsupportedDType {
+                op: "dequantize_row",
+                dtype,
+            })
+        }
+    }
+    Ok(())
+}

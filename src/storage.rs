@@ -1,0 +1,144 @@
+//! The flat, typed buffers that tensors view. Shared by `Arc`, never resized after creation.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use half::{bf16, f16};
+
+/// Element data of one or more tensors. Views hold an `Arc<Storage>` plus offset and strides,
+/// so a view never copies these bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Storage {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I8(Vec<i8>),
+    I32(Vec<i32>),
+    /// Raw ggml blocks (`dtype.block_bytes()` bytes per `dtype.block_elems()` elements), exactly
+    /// as they sit in a GGUF file.
+    Quantized { dtype: DType, bytes: Vec<u8> },
+}
+
+impl Storage {
+    /// Quantized storage for `numel` elements. The byte count must match the dtype table exactly.
+    pub fn new_quantized(dtype: DType, bytes: Vec<u8>, numel: usize) -> Result<Self> {
+        if !dtype.is_quantized() {
+            return Err(Error::UnsupportedDType {
+                op: "from_quantized",
+                dtype,
+            });
+        }
+        let needed = dtype.storage_bytes(numel)?;
+        check_len(&crate::Shape::from(numel), dtype, needed, bytes.len())?;
+        Ok(Storage::Quantized { dtype, bytes })
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::F32(_) => DType::F32,
+            Storage::F16(_) => DType::F16,
+            Storage::BF16(_) => DType::BF16,
+            Storage::I8(_) => DType::I8,
+            Storage::I32(_) => DType::I32,
+            Storage::Quantized { dtype, .. } => *dtype,
+        }
+    }
+
+    /// Number of elements the buffer holds (blocks × block size for quantized data).
+    pub fn elem_count(&self) -> usize {
+        match self {
+            Storage::F32(v) => v.len(),
+            Storage::F16(v) => v.len(),
+            Storage::BF16(v) => v.len(),
+            Storage::I8(v) => v.len(),
+            Storage::I32(v) => v.len(),
+            Storage::Quantized { dtype, bytes } => {
+                bytes.len() / dtype.block_bytes() * dtype.block_elems()
+            }
+        }
+    }
+
+    /// Size in bytes.
+    pub fn byte_len(&self) -> usize {
+        match self {
+            Storage::Quantized { bytes, .. } => bytes.len(),
+            other => other.elem_count() * other.dtype().block_bytes(),
+        }
+    }
+
+    pub(crate) fn as_f32(&self) -> Option<&[f32]> {
+        match self {
+            Storage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Errors unless a buffer of `actual` units is exactly the `needed` units a shape requires.
+pub(crate) fn check_len(shape: &crate::Shape, dtype: DType, needed: usize, actual: usize) -> Result<()> {
+    if actual < needed {
+        Err(Error::StorageTooSmall {
+            dtype,
+            shape: shape.clone(),
+            needed,
+            available: actual,
+        })
+    } else if actual > needed {
+        Err(Error::LengthMismatch {
+            shape: shape.clone(),
+            expected: needed,
+            actual,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// A `Vec` of `n` copies of `fill`, or [`Error::AllocationFailed`] instead of an abort when the
+/// allocator says no (sizes here can come from files and from JavaScript callers).
+pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::AllocationFailed {
+        bytes: n.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    v.resize(n, fill);
+    Ok(v)
+}
+
+/// An empty `Vec` with room for `n` elements, or [`Error::AllocationFailed`].
+pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::AllocationFailed {
+        bytes: n.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    Ok(v)
+}
+
+/// A plain (non-quantized) element type with its own `Storage` variant.
+pub trait Element: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+    fn slice(storage: &Storage) -> Option<&[Self]>;
+    fn into_storage(data: Vec<Self>) -> Storage;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn slice(storage: &Storage) -> Option<&[Self]> {
+                match storage {
+                    Storage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_storage(data: Vec<Self>) -> Storage {
+                Storage::$variant(data)
+            }
+        }
+    };
+}
+
+element!(f32, F32);
+element!(f16, F16);
+element!(bf16, BF16);
+element!(i8, I8);
+element!(i32, I32);
