@@ -28,15 +28,15 @@ impl Tensor {
             dtype,
         };
         let storage = match (self.storage(), dtype) {
-            (Storage::F16(v), DType::F32) => Storage::F32(self.map_rows(v, |s, d| {
-                s.convert_to_f32_slice(d)
-            })?),
-            (Storage::BF16(v), DType::F32) => Storage::F32(self.map_rows(v, |s, d| {
-                s.convert_to_f32_slice(d)
-            })?),
-            (Storage::F32(v), DType::F16) => Storage::F16(self.map_rows(v, |s, d: &mut [f16]| {
-                d.convert_from_f32_slice(s)
-            })?),
+            (Storage::F16(v), DType::F32) => {
+                Storage::F32(self.map_rows(v, |s, d| s.convert_to_f32_slice(d))?)
+            }
+            (Storage::BF16(v), DType::F32) => {
+                Storage::F32(self.map_rows(v, |s, d| s.convert_to_f32_slice(d))?)
+            }
+            (Storage::F32(v), DType::F16) => {
+                Storage::F16(self.map_rows(v, |s, d: &mut [f16]| d.convert_from_f32_slice(s))?)
+            }
             (Storage::F32(v), DType::BF16) => {
                 Storage::BF16(self.map_rows(v, |s, d: &mut [bf16]| d.convert_from_f32_slice(s))?)
             }
@@ -61,17 +61,22 @@ impl Tensor {
         let mut out = try_vec(self.elem_count(), D::default())?;
         let mut pos = 0;
         let mut scratch = Vec::new();
-        for_each_row(self.dims(), [self.strides()], [self.offset()], |[o], n, [s]| {
-            let dst = &mut out[pos..pos + n];
-            if s == 1 {
-                bulk(&src[o..o + n], dst);
-            } else {
-                scratch.clear();
-                scratch.extend((0..n).map(|j| src[o + j * s]));
-                bulk(&scratch, dst);
-            }
-            pos += n;
-        });
+        for_each_row(
+            self.dims(),
+            [self.strides()],
+            [self.offset()],
+            |[o], n, [s]| {
+                let dst = &mut out[pos..pos + n];
+                if s == 1 {
+                    bulk(&src[o..o + n], dst);
+                } else {
+                    scratch.clear();
+                    scratch.extend((0..n).map(|j| src[o + j * s]));
+                    bulk(&scratch, dst);
+                }
+                pos += n;
+            },
+        );
         Ok(out)
     }
 }

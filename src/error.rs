@@ -38,7 +38,9 @@ pub enum Error {
 
     /// Block-quantized data cannot be addressed per element: dequantize with
     /// `to_dtype(DType::F32)` first.
-    #[error("{op}: {dtype} is block-quantized and has no per-element access; call to_dtype(F32) first")]
+    #[error(
+        "{op}: {dtype} is block-quantized and has no per-element access; call to_dtype(F32) first"
+    )]
     QuantizedElementAccess { op: &'static str, dtype: DType },
 
     /// A quantized tensor's last dimension must hold whole blocks.
@@ -75,7 +77,9 @@ pub enum Error {
     },
 
     /// `narrow` asked for a range outside the dimension.
-    #[error("narrow: range {start}..{start}+{len} out of bounds for dimension {dim} of size {size}")]
+    #[error(
+        "narrow: range {start}..{start}+{len} out of bounds for dimension {dim} of size {size}"
+    )]
     NarrowOutOfRange {
         dim: usize,
         start: usize,

@@ -15,7 +15,10 @@ pub enum Storage {
     I32(Vec<i32>),
     /// Raw ggml blocks (`dtype.block_bytes()` bytes per `dtype.block_elems()` elements), exactly
     /// as they sit in a GGUF file.
-    Quantized { dtype: DType, bytes: Vec<u8> },
+    Quantized {
+        dtype: DType,
+        bytes: Vec<u8>,
+    },
 }
 
 impl Storage {
@@ -74,7 +77,12 @@ impl Storage {
 }
 
 /// Errors unless a buffer of `actual` units is exactly the `needed` units a shape requires.
-pub(crate) fn check_len(shape: &crate::Shape, dtype: DType, needed: usize, actual: usize) -> Result<()> {
+pub(crate) fn check_len(
+    shape: &crate::Shape,
+    dtype: DType,
+    needed: usize,
+    actual: usize,
+) -> Result<()> {
     if actual < needed {
         Err(Error::StorageTooSmall {
             dtype,
@@ -97,9 +105,10 @@ pub(crate) fn check_len(shape: &crate::Shape, dtype: DType, needed: usize, actua
 /// allocator says no (sizes here can come from files and from JavaScript callers).
 pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::AllocationFailed {
-        bytes: n.saturating_mul(std::mem::size_of::<T>()),
-    })?;
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::AllocationFailed {
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        })?;
     v.resize(n, fill);
     Ok(v)
 }
@@ -107,9 +116,10 @@ pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
 /// An empty `Vec` with room for `n` elements, or [`Error::AllocationFailed`].
 pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::AllocationFailed {
-        bytes: n.saturating_mul(std::mem::size_of::<T>()),
-    })?;
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::AllocationFailed {
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        })?;
     Ok(v)
 }
 

@@ -104,7 +104,10 @@ impl Tensor {
         let n = shape.checked_elem_count()?;
         let needed = dtype.storage_bytes(n)?;
         check_len(&shape, dtype, needed, bytes.len())?;
-        Ok(Self::from_storage(Storage::Quantized { dtype, bytes }, shape))
+        Ok(Self::from_storage(
+            Storage::Quantized { dtype, bytes },
+            shape,
+        ))
     }
 
     /// A tensor of f32 zeros.

@@ -11,7 +11,10 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-type Op = (&'static str, fn(&Tensor, &Tensor) -> kopitiam_wasm::Result<Tensor>);
+type Op = (
+    &'static str,
+    fn(&Tensor, &Tensor) -> kopitiam_wasm::Result<Tensor>,
+);
 
 fn ops() -> Vec<Op> {
     vec![
@@ -67,12 +70,18 @@ fn quantized_inputs_are_element_access_errors() {
     let f = Tensor::from_f32(vec![1.0; 32], [1, 32]).unwrap();
     for (name, op) in ops() {
         let r = op(&q, &f);
-        assert!(matches!(r, Err(ref e) if e.code() == "QuantizedElementAccess"), "{name}: {r:?}");
+        assert!(
+            matches!(r, Err(ref e) if e.code() == "QuantizedElementAccess"),
+            "{name}: {r:?}"
+        );
     }
     // And as the second operand of binary ops.
     assert_err(f.add(&q), "QuantizedElementAccess");
     assert_err(f.matmul(&q), "QuantizedElementAccess");
-    assert_err(Tensor::concat(&[q.clone(), q.clone()], 0), "QuantizedElementAccess");
+    assert_err(
+        Tensor::concat(&[q.clone(), q.clone()], 0),
+        "QuantizedElementAccess",
+    );
 }
 
 #[test]
@@ -96,9 +105,18 @@ fn bad_shapes_and_axes() {
     assert_err(v.conv1d(&a, None, 1), "ShapeMismatch");
     assert_err(v.maxpool1d(1, 1), "ShapeMismatch");
     assert_err(a.maxpool1d(0, 1), "ShapeMismatch");
-    assert_err(a.gather_rows(&Tensor::from_i32(vec![2], [1]).unwrap()), "IndexOutOfRange");
-    assert_err(v.gather_rows(&Tensor::from_i32(vec![0], [1]).unwrap()), "ShapeMismatch");
-    assert_err(a.gather_rows(&Tensor::from_i32(vec![i32::MIN], [1]).unwrap()), "IndexOutOfRange");
+    assert_err(
+        a.gather_rows(&Tensor::from_i32(vec![2], [1]).unwrap()),
+        "IndexOutOfRange",
+    );
+    assert_err(
+        v.gather_rows(&Tensor::from_i32(vec![0], [1]).unwrap()),
+        "ShapeMismatch",
+    );
+    assert_err(
+        a.gather_rows(&Tensor::from_i32(vec![i32::MIN], [1]).unwrap()),
+        "IndexOutOfRange",
+    );
 }
 
 #[test]

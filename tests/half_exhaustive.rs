@@ -44,7 +44,10 @@ fn every_f16_decodes_per_ieee_and_round_trips() {
     for (&b, &v) in bits.iter().zip(&f) {
         let want = f16_formula(b);
         if want.is_nan() {
-            assert!(v.is_nan() && v.is_sign_negative() == (b & 0x8000 != 0), "{b:#06x}");
+            assert!(
+                v.is_nan() && v.is_sign_negative() == (b & 0x8000 != 0),
+                "{b:#06x}"
+            );
         } else {
             assert_eq!(v as f64, want, "{b:#06x}");
             assert_eq!(v.is_sign_negative(), b & 0x8000 != 0, "sign of {b:#06x}");
@@ -57,7 +60,10 @@ fn every_f16_decodes_per_ieee_and_round_trips() {
         .to_vec_f16_bits()
         .unwrap();
     for (&a, &b) in bits.iter().zip(&back) {
-        assert!(same_or_both_nan_same_sign(a, b, 0x7C00, 0x03FF), "{a:#06x} -> {b:#06x}");
+        assert!(
+            same_or_both_nan_same_sign(a, b, 0x7C00, 0x03FF),
+            "{a:#06x} -> {b:#06x}"
+        );
     }
 }
 
@@ -82,7 +88,10 @@ fn every_bf16_decodes_and_round_trips() {
         .to_vec_bf16_bits()
         .unwrap();
     for (&a, &b) in bits.iter().zip(&back) {
-        assert!(same_or_both_nan_same_sign(a, b, 0x7F80, 0x007F), "{a:#06x} -> {b:#06x}");
+        assert!(
+            same_or_both_nan_same_sign(a, b, 0x7F80, 0x007F),
+            "{a:#06x} -> {b:#06x}"
+        );
     }
 }
 
@@ -105,7 +114,10 @@ fn bulk_path_equals_scalar_path_for_every_pattern() {
             .to_vec_f32()
             .unwrap();
         for (i, (a, b)) in bulk.iter().zip(&strided).enumerate() {
-            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "pattern {i}");
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "pattern {i}"
+            );
         }
         // And the scalar conversion from `half` itself.
         for (&b, &v) in bits.iter().zip(&bulk) {
@@ -121,7 +133,14 @@ fn bulk_path_equals_scalar_path_for_every_pattern() {
 
 #[test]
 fn f32_to_f16_rounds_to_nearest_even_and_saturates_to_inf() {
-    let x = [1.0 + 1.0 / 2048.0, 1.0 + 3.0 / 2048.0, 65504.0, 65520.0, 1e-8, -0.0];
+    let x = [
+        1.0 + 1.0 / 2048.0,
+        1.0 + 3.0 / 2048.0,
+        65504.0,
+        65520.0,
+        1e-8,
+        -0.0,
+    ];
     let bits = Tensor::from_f32(x.to_vec(), [6])
         .unwrap()
         .to_dtype(DType::F16)

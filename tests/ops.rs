@@ -10,6 +10,9 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
+type BinOp = fn(&Tensor, &Tensor) -> kopitiam_wasm::Result<Tensor>;
+type ScalarOp = fn(f32, f32) -> f32;
+
 fn t(data: &[f32], dims: &[usize]) -> Tensor {
     Tensor::from_f32(data.to_vec(), dims).unwrap()
 }
@@ -40,7 +43,7 @@ fn binary_ops_broadcast_like_explicit_repetition() {
         let nb: usize = db.iter().product();
         let (xa, xb) = (rng.vec(na, 4.0), rng.vec(nb, 4.0));
         let (a, b) = (t(&xa, da), t(&xb, db));
-        let ops: [(fn(&Tensor, &Tensor) -> kopitiam_wasm::Result<Tensor>, fn(f32, f32) -> f32); 6] = [
+        let ops: [(BinOp, ScalarOp); 6] = [
             (Tensor::add, |x, y| x + y),
             (Tensor::sub, |x, y| x - y),
             (Tensor::mul, |x, y| x * y),
@@ -60,12 +63,19 @@ fn binary_ops_broadcast_like_explicit_repetition() {
     }
     // Works on strided views too.
     let a = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).transpose(0, 1).unwrap();
-    assert_eq!(a.add(&a).unwrap().to_vec_f32().unwrap(), vec![2.0, 6.0, 4.0, 8.0]);
+    assert_eq!(
+        a.add(&a).unwrap().to_vec_f32().unwrap(),
+        vec![2.0, 6.0, 4.0, 8.0]
+    );
 }
 
 #[test]
 fn division_follows_ieee() {
-    let out = t(&[1.0, -1.0, 0.0], &[3]).div(&t(&[0.0], &[1])).unwrap().to_vec_f32().unwrap();
+    let out = t(&[1.0, -1.0, 0.0], &[3])
+        .div(&t(&[0.0], &[1]))
+        .unwrap()
+        .to_vec_f32()
+        .unwrap();
     assert_eq!(out[0], f32::INFINITY);
     assert_eq!(out[1], f32::NEG_INFINITY);
     assert!(out[2].is_nan());
@@ -88,15 +98,32 @@ fn comparisons() {
 fn reductions() {
     // [[1, 5, 2], [7, 0, 7]]
     let x = t(&[1.0, 5.0, 2.0, 7.0, 0.0, 7.0], &[2, 3]);
-    assert_eq!(x.sum(1, false).unwrap().to_vec_f32().unwrap(), vec![8.0, 14.0]);
+    assert_eq!(
+        x.sum(1, false).unwrap().to_vec_f32().unwrap(),
+        vec![8.0, 14.0]
+    );
     let s0 = x.sum(0, true).unwrap();
-    assert_eq!((s0.dims(), s0.to_vec_f32().unwrap()), (&[1usize, 3][..], vec![8.0, 5.0, 9.0]));
-    assert_eq!(x.max(1, false).unwrap().to_vec_f32().unwrap(), vec![5.0, 7.0]);
+    assert_eq!(
+        (s0.dims(), s0.to_vec_f32().unwrap()),
+        (&[1usize, 3][..], vec![8.0, 5.0, 9.0])
+    );
+    assert_eq!(
+        x.max(1, false).unwrap().to_vec_f32().unwrap(),
+        vec![5.0, 7.0]
+    );
     let am = x.argmax(1, false).unwrap();
     assert_eq!(am.dtype(), DType::I32);
     assert_eq!(am.to_vec_i32().unwrap(), vec![1, 0]); // tie 7, 7 -> first
     assert_eq!(x.argmax(0, true).unwrap().dims(), &[1, 3]);
-    assert_eq!(x.transpose(0, 1).unwrap().sum(0, false).unwrap().to_vec_f32().unwrap(), vec![8.0, 14.0]);
+    assert_eq!(
+        x.transpose(0, 1)
+            .unwrap()
+            .sum(0, false)
+            .unwrap()
+            .to_vec_f32()
+            .unwrap(),
+        vec![8.0, 14.0]
+    );
     // NaN never wins argmax; max propagates NaN.
     let n = t(&[f32::NAN, 1.0, 3.0, f32::NAN], &[4]);
     assert_eq!(n.argmax(0, false).unwrap().to_vec_i32().unwrap(), vec![2]);
@@ -105,10 +132,16 @@ fn reductions() {
     let mut v = vec![1.0f32; 1001];
     v[0] = 1e8;
     v.push(-1e8);
-    assert_eq!(t(&v, &[1002]).sum(0, false).unwrap().to_vec_f32().unwrap(), vec![1000.0]);
+    assert_eq!(
+        t(&v, &[1002]).sum(0, false).unwrap().to_vec_f32().unwrap(),
+        vec![1000.0]
+    );
     // Empty axis: sum is 0, max/argmax are errors.
     let e = t(&[], &[2, 0]);
-    assert_eq!(e.sum(1, false).unwrap().to_vec_f32().unwrap(), vec![0.0, 0.0]);
+    assert_eq!(
+        e.sum(1, false).unwrap().to_vec_f32().unwrap(),
+        vec![0.0, 0.0]
+    );
     assert_err(e.max(1, false), "InvalidArgument");
     assert_err(e.argmax(1, false), "InvalidArgument");
 }
@@ -221,37 +254,72 @@ fn matmul_matches_triple_loop_with_broadcast_batches() {
     let at = a.transpose(0, 1).unwrap();
     assert_eq!(
         at.matmul(&b).unwrap().to_vec_f32().unwrap(),
-        at.contiguous().unwrap().matmul(&b).unwrap().to_vec_f32().unwrap()
+        at.contiguous()
+            .unwrap()
+            .matmul(&b)
+            .unwrap()
+            .to_vec_f32()
+            .unwrap()
     );
 }
 
 #[test]
 fn lstm_cell_matches_formula() {
-    let (i, f, g, o, c) = ([0.5f32, -1.0], [2.0f32, 0.0], [0.3f32, -0.7], [1.0f32, -2.0], [0.1f32, 0.9]);
-    let s = Tensor::lstm_cell(&t(&i, &[2]), &t(&f, &[2]), &t(&g, &[2]), &t(&o, &[2]), &t(&c, &[2])).unwrap();
+    let (i, f, g, o, c) = (
+        [0.5f32, -1.0],
+        [2.0f32, 0.0],
+        [0.3f32, -0.7],
+        [1.0f32, -2.0],
+        [0.1f32, 0.9],
+    );
+    let s = Tensor::lstm_cell(
+        &t(&i, &[2]),
+        &t(&f, &[2]),
+        &t(&g, &[2]),
+        &t(&o, &[2]),
+        &t(&c, &[2]),
+    )
+    .unwrap();
     let sig = |x: f32| 1.0 / (1.0 + (-x).exp());
-    let cell: Vec<f32> = (0..2).map(|k| sig(f[k]) * c[k] + sig(i[k]) * g[k].tanh()).collect();
+    let cell: Vec<f32> = (0..2)
+        .map(|k| sig(f[k]) * c[k] + sig(i[k]) * g[k].tanh())
+        .collect();
     let hidden: Vec<f32> = (0..2).map(|k| sig(o[k]) * cell[k].tanh()).collect();
     assert_close(&s.cell.to_vec_f32().unwrap(), &cell, 1e-6);
     assert_close(&s.hidden.to_vec_f32().unwrap(), &hidden, 1e-6);
     let bad = t(&[0.0; 3], &[3]);
-    assert_err(Tensor::lstm_cell(&t(&i, &[2]), &bad, &t(&g, &[2]), &t(&o, &[2]), &t(&c, &[2])), "ShapeMismatch");
+    assert_err(
+        Tensor::lstm_cell(&t(&i, &[2]), &bad, &t(&g, &[2]), &t(&o, &[2]), &t(&c, &[2])),
+        "ShapeMismatch",
+    );
 }
 
 #[test]
 fn conv1d_and_maxpool1d() {
     // 2 input channels, length 5; 1 output channel, kernel 2, stride 2.
-    let x = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0], &[2, 5]);
+    let x = t(
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0],
+        &[2, 5],
+    );
     let w = t(&[1.0, -1.0, 0.5, 0.25], &[1, 2, 2]);
     let b = t(&[100.0], &[1]);
     let y = x.conv1d(&w, Some(&b), 2).unwrap();
     // t=0: 1-2 + 0.5*10+0.25*20 = 9 ; t=1: 3-4 + 15+10 = 24 (+100 bias)
-    assert_eq!((y.dims(), y.to_vec_f32().unwrap()), (&[1usize, 2][..], vec![109.0, 124.0]));
-    assert_eq!(x.conv1d(&w, None, 1).unwrap().to_vec_f32().unwrap(), vec![9.0, 16.5, 24.0, 31.5]);
+    assert_eq!(
+        (y.dims(), y.to_vec_f32().unwrap()),
+        (&[1usize, 2][..], vec![109.0, 124.0])
+    );
+    assert_eq!(
+        x.conv1d(&w, None, 1).unwrap().to_vec_f32().unwrap(),
+        vec![9.0, 16.5, 24.0, 31.5]
+    );
     let p = x.maxpool1d(2, 2).unwrap();
     assert_eq!(p.to_vec_f32().unwrap(), vec![2.0, 4.0, 20.0, 40.0]);
     assert_err(x.conv1d(&w, None, 0), "ShapeMismatch");
-    assert_err(x.conv1d(&t(&[0.0; 6], &[1, 1, 6]), None, 1), "ShapeMismatch");
+    assert_err(
+        x.conv1d(&t(&[0.0; 6], &[1, 1, 6]), None, 1),
+        "ShapeMismatch",
+    );
     assert_err(x.maxpool1d(6, 1), "ShapeMismatch");
 }
 
@@ -260,24 +328,52 @@ fn gather_rows_concat_tessdata() {
     let table = t(&[0.0, 1.0, 10.0, 11.0, 20.0, 21.0], &[3, 2]);
     let ids = Tensor::from_i32(vec![2, 0, 2], [3]).unwrap();
     let g = table.gather_rows(&ids).unwrap();
-    assert_eq!((g.dims(), g.to_vec_f32().unwrap()), (&[3usize, 2][..], vec![20.0, 21.0, 0.0, 1.0, 20.0, 21.0]));
-    assert_err(table.gather_rows(&Tensor::from_i32(vec![3], [1]).unwrap()), "IndexOutOfRange");
-    assert_err(table.gather_rows(&Tensor::from_i32(vec![-1], [1]).unwrap()), "IndexOutOfRange");
+    assert_eq!(
+        (g.dims(), g.to_vec_f32().unwrap()),
+        (&[3usize, 2][..], vec![20.0, 21.0, 0.0, 1.0, 20.0, 21.0])
+    );
+    assert_err(
+        table.gather_rows(&Tensor::from_i32(vec![3], [1]).unwrap()),
+        "IndexOutOfRange",
+    );
+    assert_err(
+        table.gather_rows(&Tensor::from_i32(vec![-1], [1]).unwrap()),
+        "IndexOutOfRange",
+    );
     assert_err(table.gather_rows(&t(&[0.0], &[1])), "DTypeMismatch");
 
     let a = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
     let b = t(&[5.0, 6.0], &[2, 1]);
     let c = Tensor::concat(&[a.clone(), b.clone()], 1).unwrap();
-    assert_eq!((c.dims(), c.to_vec_f32().unwrap()), (&[2usize, 3][..], vec![1.0, 2.0, 5.0, 3.0, 4.0, 6.0]));
+    assert_eq!(
+        (c.dims(), c.to_vec_f32().unwrap()),
+        (&[2usize, 3][..], vec![1.0, 2.0, 5.0, 3.0, 4.0, 6.0])
+    );
     let c0 = Tensor::concat(&[a.clone(), a.transpose(0, 1).unwrap()], 0).unwrap();
-    assert_eq!(c0.to_vec_f32().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 1.0, 3.0, 2.0, 4.0]);
-    let ci = Tensor::concat(&[Tensor::from_i32(vec![1], [1]).unwrap(), Tensor::from_i32(vec![2, 3], [2]).unwrap()], 0).unwrap();
+    assert_eq!(
+        c0.to_vec_f32().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 1.0, 3.0, 2.0, 4.0]
+    );
+    let ci = Tensor::concat(
+        &[
+            Tensor::from_i32(vec![1], [1]).unwrap(),
+            Tensor::from_i32(vec![2, 3], [2]).unwrap(),
+        ],
+        0,
+    )
+    .unwrap();
     assert_eq!(ci.to_vec_i32().unwrap(), vec![1, 2, 3]);
     assert_err(Tensor::concat(&[a.clone(), b.clone()], 0), "ShapeMismatch");
     assert_err(Tensor::concat(&[], 0), "InvalidArgument");
-    assert_err(Tensor::concat(&[a.clone()], 2), "AxisOutOfRange");
+    assert_err(
+        Tensor::concat(std::slice::from_ref(&a), 2),
+        "AxisOutOfRange",
+    );
 
     let d = Tensor::tessdata_int8_to_f32(&[1, -2, 127, 0], &[0.5, 2.0], 2, 2).unwrap();
     assert_eq!(d.to_vec_f32().unwrap(), vec![0.5, -1.0, 254.0, 0.0]);
-    assert_err(Tensor::tessdata_int8_to_f32(&[1, 2, 3], &[1.0], 2, 2), "ShapeMismatch");
+    assert_err(
+        Tensor::tessdata_int8_to_f32(&[1, 2, 3], &[1.0], 2, 2),
+        "ShapeMismatch",
+    );
 }

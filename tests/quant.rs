@@ -76,7 +76,7 @@ fn reference_quantizers_on_hand_computed_blocks() {
     assert_eq!(out[3], 15 | (8 << 4));
     assert_eq!(out[4], 15 | (8 << 4));
     assert_eq!(out[5], 8 | (8 << 4)); // zeros map to 8
-    // All-zero block: d = 0.0 / -8 = -0.0 (stored as f16 0x8000, as ggml does), nibbles 8.
+                                      // All-zero block: d = 0.0 / -8 = -0.0 (stored as f16 0x8000, as ggml does), nibbles 8.
     quantize_row_q4_0(&[0.0; 32], &mut out);
     assert_eq!(&out[..2], &[0x00, 0x80]);
     assert!(out[2..].iter().all(|&b| b == 0x88));
@@ -107,7 +107,11 @@ fn activation_error_bound(x: &[f32], w_row: &[f32]) -> f32 {
         let d = amax / 127.0;
         let wsum: f64 = wb.iter().map(|v| v.abs() as f64).sum();
         bound += (0.5 + 127.0 / 2048.0) * d * wsum;
-        mag += xb.iter().zip(wb).map(|(a, b)| (a * b).abs() as f64).sum::<f64>();
+        mag += xb
+            .iter()
+            .zip(wb)
+            .map(|(a, b)| (a * b).abs() as f64)
+            .sum::<f64>();
     }
     (bound + 1e-5 * mag + 1e-30) as f32
 }
@@ -119,7 +123,11 @@ fn check_against_reference(dtype: DType, x: &[f32], xdims: &[usize], w: &[f32], 
     let fused = xt.quantized_matmul(&wq).unwrap();
     let wf = wq.to_dtype(DType::F32).unwrap();
     let rows = x.len() / in_f;
-    let reference = xt.reshape([rows, in_f]).unwrap().matmul(&wf.transpose(0, 1).unwrap()).unwrap();
+    let reference = xt
+        .reshape([rows, in_f])
+        .unwrap()
+        .matmul(&wf.transpose(0, 1).unwrap())
+        .unwrap();
     let mut want_dims = xdims.to_vec();
     *want_dims.last_mut().unwrap() = out_f;
     assert_eq!(fused.dims(), &want_dims[..]);
@@ -127,8 +135,14 @@ fn check_against_reference(dtype: DType, x: &[f32], xdims: &[usize], w: &[f32], 
     let wvals = wf.to_vec_f32().unwrap();
     for (i, (g, r)) in got.iter().zip(&want).enumerate() {
         let (row, o) = (i / out_f, i % out_f);
-        let bound = activation_error_bound(&x[row * in_f..(row + 1) * in_f], &wvals[o * in_f..(o + 1) * in_f]);
-        assert!((g - r).abs() <= bound, "{dtype} out {i}: fused {g}, reference {r}, bound {bound}");
+        let bound = activation_error_bound(
+            &x[row * in_f..(row + 1) * in_f],
+            &wvals[o * in_f..(o + 1) * in_f],
+        );
+        assert!(
+            (g - r).abs() <= bound,
+            "{dtype} out {i}: fused {g}, reference {r}, bound {bound}"
+        );
     }
 }
 
@@ -136,7 +150,12 @@ fn check_against_reference(dtype: DType, x: &[f32], xdims: &[usize], w: &[f32], 
 fn quantized_matmul_agrees_with_dequantize_then_matmul_random() {
     let mut rng = Rng::new(11);
     for dtype in [DType::Q4_0, DType::Q8_0] {
-        for (xdims, out_f) in [(vec![1, 64], 7), (vec![5, 96], 16), (vec![2, 3, 32], 3), (vec![256], 5)] {
+        for (xdims, out_f) in [
+            (vec![1, 64], 7),
+            (vec![5, 96], 16),
+            (vec![2, 3, 32], 3),
+            (vec![256], 5),
+        ] {
             let in_f = *xdims.last().unwrap();
             let n: usize = xdims.iter().product();
             let x = rng.vec(n, 3.0);
@@ -151,8 +170,8 @@ fn quantized_matmul_adversarial_blocks() {
     let in_f = 96;
     let mut x = vec![0.0f32; 2 * in_f];
     // Row 0: first block all zero, second block at large magnitude, third mixed tiny/huge.
-    for j in 32..64 {
-        x[j] = if j % 2 == 0 { 60000.0 } else { -60000.0 };
+    for (j, v) in x.iter_mut().enumerate().take(64).skip(32) {
+        *v = if j % 2 == 0 { 60000.0 } else { -60000.0 };
     }
     x[64] = 1e-3;
     x[65] = -4000.0;
@@ -160,15 +179,28 @@ fn quantized_matmul_adversarial_blocks() {
     let mut w = vec![0.0f32; 3 * in_f];
     for (i, v) in w.iter_mut().enumerate() {
         *v = match i / 32 % 3 {
-            0 => 0.0,                                 // all-zero weight blocks
-            1 => if i % 3 == 0 { -1000.0 } else { 1000.0 }, // max-magnitude blocks
+            0 => 0.0, // all-zero weight blocks
+            1 => {
+                if i % 3 == 0 {
+                    -1000.0
+                } else {
+                    1000.0
+                }
+            } // max-magnitude blocks
             _ => (i as f32 * 0.37).sin(),
         };
     }
     for dtype in [DType::Q4_0, DType::Q8_0] {
         check_against_reference(dtype, &x, &[2, in_f], &w, 3);
-        let out = Tensor::from_f32(x.clone(), [2, in_f]).unwrap().quantized_matmul(&quantize(dtype, &w, 3, in_f)).unwrap();
-        assert_eq!(&out.to_vec_f32().unwrap()[3..], &[0.0, 0.0, 0.0], "zero activations give exact zeros");
+        let out = Tensor::from_f32(x.clone(), [2, in_f])
+            .unwrap()
+            .quantized_matmul(&quantize(dtype, &w, 3, in_f))
+            .unwrap();
+        assert_eq!(
+            &out.to_vec_f32().unwrap()[3..],
+            &[0.0, 0.0, 0.0],
+            "zero activations give exact zeros"
+        );
     }
 }
 
@@ -176,10 +208,25 @@ fn quantized_matmul_adversarial_blocks() {
 fn quantized_matmul_errors() {
     let w = quantize(DType::Q4_0, &[0.5; 64], 2, 32);
     let x = Tensor::from_f32(vec![1.0; 32], [1, 32]).unwrap();
-    assert_err(Tensor::from_i32(vec![0; 32], [1, 32]).unwrap().quantized_matmul(&w), "DTypeMismatch");
+    assert_err(
+        Tensor::from_i32(vec![0; 32], [1, 32])
+            .unwrap()
+            .quantized_matmul(&w),
+        "DTypeMismatch",
+    );
     assert_err(x.quantized_matmul(&x), "UnsupportedDType");
-    assert_err(Tensor::from_f32(vec![1.0; 64], [1, 64]).unwrap().quantized_matmul(&w), "ShapeMismatch");
+    assert_err(
+        Tensor::from_f32(vec![1.0; 64], [1, 64])
+            .unwrap()
+            .quantized_matmul(&w),
+        "ShapeMismatch",
+    );
     let w3 = Tensor::from_quantized(DType::Q8_0, vec![0; 34 * 2], [2, 1, 32]).unwrap();
     assert_err(x.quantized_matmul(&w3), "ShapeMismatch");
-    assert_err(Tensor::from_f32(vec![1.0], ()).unwrap().quantized_matmul(&w), "ShapeMismatch");
+    assert_err(
+        Tensor::from_f32(vec![1.0], ())
+            .unwrap()
+            .quantized_matmul(&w),
+        "ShapeMismatch",
+    );
 }

@@ -19,7 +19,15 @@ fn iota(n: usize) -> Vec<f32> {
 fn dtype_table() {
     let rows: Vec<_> = DType::ALL
         .iter()
-        .map(|d| (d.name(), d.block_elems(), d.block_bytes(), d.is_quantized(), d.is_float()))
+        .map(|d| {
+            (
+                d.name(),
+                d.block_elems(),
+                d.block_bytes(),
+                d.is_quantized(),
+                d.is_float(),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -48,20 +56,38 @@ fn shape_strides_and_broadcasting() {
     assert_eq!(b(&[], &[2, 3]).unwrap(), Shape::from([2, 3]));
     assert_eq!(b(&[0, 1], &[1, 7]).unwrap(), Shape::from([0, 7]));
     assert_err(b(&[2, 3], &[3, 2]), "NotBroadcastable");
-    assert_err(Shape::from([usize::MAX, 2]).checked_elem_count(), "SizeOverflow");
+    assert_err(
+        Shape::from([usize::MAX, 2]).checked_elem_count(),
+        "SizeOverflow",
+    );
 }
 
 #[test]
 fn constructors_and_accessors() {
     let t = Tensor::from_f32(iota(6), [2, 3]).unwrap();
-    assert_eq!((t.rank(), t.elem_count(), t.strides()), (2, 6, &[3usize, 1][..]));
+    assert_eq!(
+        (t.rank(), t.elem_count(), t.strides()),
+        (2, 6, &[3usize, 1][..])
+    );
     assert_eq!(t.device(), Device::Cpu);
     assert!(t.is_contiguous());
     assert_eq!(t.to_vec_f32().unwrap(), iota(6));
     let s = Tensor::from_f32(vec![7.0], ()).unwrap();
     assert_eq!((s.rank(), s.to_vec_f32().unwrap()), (0, vec![7.0]));
-    assert_eq!(Tensor::from_i32(vec![1, -2], [2]).unwrap().to_vec_i32().unwrap(), vec![1, -2]);
-    assert_eq!(Tensor::from_i8(vec![-128, 127], [2]).unwrap().to_vec_i8().unwrap(), vec![-128, 127]);
+    assert_eq!(
+        Tensor::from_i32(vec![1, -2], [2])
+            .unwrap()
+            .to_vec_i32()
+            .unwrap(),
+        vec![1, -2]
+    );
+    assert_eq!(
+        Tensor::from_i8(vec![-128, 127], [2])
+            .unwrap()
+            .to_vec_i8()
+            .unwrap(),
+        vec![-128, 127]
+    );
     assert_eq!(Tensor::zeros([2, 2]).to_vec_f32().unwrap(), vec![0.0; 4]);
     assert_err(Tensor::from_f32(iota(5), [2, 3]), "StorageTooSmall");
     assert_err(Tensor::from_f32(iota(7), [2, 3]), "LengthMismatch");
@@ -75,10 +101,22 @@ fn quantized_construction_rules() {
     let q = Tensor::from_quantized(DType::Q4_0, vec![0; 2 * 18 * 2], [2, 64]).unwrap();
     assert_eq!(q.dtype(), DType::Q4_0);
     assert!(q.is_contiguous());
-    assert_err(Tensor::from_quantized(DType::Q4_0, vec![0; 18], [2, 16]), "PartialQuantizedBlock");
-    assert_err(Tensor::from_quantized(DType::Q8_0, vec![0; 33], [32]), "StorageTooSmall");
-    assert_err(Tensor::from_quantized(DType::Q8_0, vec![0; 35], [32]), "LengthMismatch");
-    assert_err(Tensor::from_quantized(DType::F32, vec![0; 4], [1]), "UnsupportedDType");
+    assert_err(
+        Tensor::from_quantized(DType::Q4_0, vec![0; 18], [2, 16]),
+        "PartialQuantizedBlock",
+    );
+    assert_err(
+        Tensor::from_quantized(DType::Q8_0, vec![0; 33], [32]),
+        "StorageTooSmall",
+    );
+    assert_err(
+        Tensor::from_quantized(DType::Q8_0, vec![0; 35], [32]),
+        "LengthMismatch",
+    );
+    assert_err(
+        Tensor::from_quantized(DType::F32, vec![0; 4], [1]),
+        "UnsupportedDType",
+    );
     // No element views of quantized data.
     assert_err(q.transpose(0, 1), "QuantizedElementAccess");
     assert_err(q.narrow(0, 0, 1), "QuantizedElementAccess");
@@ -88,7 +126,10 @@ fn quantized_construction_rules() {
     assert_err(q.to_vec_f32(), "QuantizedElementAccess");
     assert_err(q.add(&q), "QuantizedElementAccess");
     // A copy keeps the blocks.
-    assert_eq!(q.contiguous().unwrap().quantized_bytes().unwrap(), q.quantized_bytes().unwrap());
+    assert_eq!(
+        q.contiguous().unwrap().quantized_bytes().unwrap(),
+        q.quantized_bytes().unwrap()
+    );
 }
 
 #[test]
@@ -101,7 +142,10 @@ fn views_share_storage_and_match_index_gather() {
         t.narrow(1, 1, 2).unwrap(),
         t.narrow(2, 3, 1).unwrap().transpose(0, 1).unwrap(),
         t.narrow(0, 1, 1).unwrap().reshape([3, 4]).unwrap(),
-        t.narrow(1, 0, 1).unwrap().broadcast_to([5, 2, 3, 4]).unwrap(),
+        t.narrow(1, 0, 1)
+            .unwrap()
+            .broadcast_to([5, 2, 3, 4])
+            .unwrap(),
         t.transpose(1, 2).unwrap().narrow(1, 1, 2).unwrap(),
         t.narrow(2, 0, 0).unwrap(),
     ];
@@ -117,7 +161,13 @@ fn views_share_storage_and_match_index_gather() {
     assert_eq!(tr.dims(), &[4, 3, 2]);
     for idx in indices(tr.dims()) {
         let want = data[idx[2] * 12 + idx[1] * 4 + idx[0]];
-        let got = tr.narrow(0, idx[0], 1).unwrap().narrow(1, idx[1], 1).unwrap().narrow(2, idx[2], 1).unwrap();
+        let got = tr
+            .narrow(0, idx[0], 1)
+            .unwrap()
+            .narrow(1, idx[1], 1)
+            .unwrap()
+            .narrow(2, idx[2], 1)
+            .unwrap();
         assert_eq!(got.to_vec_f32().unwrap(), vec![want]);
     }
     assert!(!views[5].is_contiguous() && views[5].is_broadcast());
@@ -189,7 +239,11 @@ fn copies_match_index_gather_on_random_views() {
             };
         }
         let want = gather_by_index(&data, &v);
-        assert_eq!(v.contiguous().unwrap().to_vec_f32().unwrap(), want, "round {round}: {v:?}");
+        assert_eq!(
+            v.contiguous().unwrap().to_vec_f32().unwrap(),
+            want,
+            "round {round}: {v:?}"
+        );
     }
 }
 
@@ -208,7 +262,10 @@ fn large_transposed_and_broadcast_copies_take_the_threaded_path() {
     }
     // A 3-D view with outer blocks: [4, r, c] broadcast then transposed inner axes.
     let b = t.broadcast_to([4, r, c]).unwrap().transpose(1, 2).unwrap();
-    assert_eq!(b.contiguous().unwrap().to_vec_f32().unwrap(), gather_by_index(&data, &b));
+    assert_eq!(
+        b.contiguous().unwrap().to_vec_f32().unwrap(),
+        gather_by_index(&data, &b)
+    );
     // Plain contiguous copy: one memcpy.
     assert_eq!(t.copy().unwrap().to_vec_f32().unwrap(), data);
 }
@@ -217,8 +274,14 @@ fn large_transposed_and_broadcast_copies_take_the_threaded_path() {
 fn to_dtype_rules() {
     let t = Tensor::from_f32(vec![1.5, -2.0], [2]).unwrap();
     assert!(t.to_dtype(DType::F32).unwrap().shares_storage_with(&t));
-    assert_eq!(t.to_dtype(DType::F16).unwrap().to_vec_f16_bits().unwrap(), vec![0x3E00, 0xC000]);
-    assert_eq!(t.to_dtype(DType::BF16).unwrap().to_vec_bf16_bits().unwrap(), vec![0x3FC0, 0xC000]);
+    assert_eq!(
+        t.to_dtype(DType::F16).unwrap().to_vec_f16_bits().unwrap(),
+        vec![0x3E00, 0xC000]
+    );
+    assert_eq!(
+        t.to_dtype(DType::BF16).unwrap().to_vec_bf16_bits().unwrap(),
+        vec![0x3FC0, 0xC000]
+    );
     for d in [DType::I8, DType::I32, DType::Q4_0, DType::Q8_0] {
         assert_err(t.to_dtype(d), "UnsupportedDType");
     }

@@ -231,7 +231,10 @@ impl JsTensor {
         &self,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
     ) -> JsResult<JsTensor> {
-        Ok(self.inner.broadcast_to(shape_arg("broadcastTo", &shape)?)?.into())
+        Ok(self
+            .inner
+            .broadcast_to(shape_arg("broadcastTo", &shape)?)?
+            .into())
     }
 
     pub fn reshape(
@@ -351,7 +354,10 @@ impl JsTensor {
     }
     #[wasm_bindgen(js_name = layerNorm)]
     pub fn layer_norm(&self, weight: &JsTensor, bias: &JsTensor, eps: f32) -> JsResult<JsTensor> {
-        Ok(self.inner.layer_norm(&weight.inner, &bias.inner, eps)?.into())
+        Ok(self
+            .inner
+            .layer_norm(&weight.inner, &bias.inner, eps)?
+            .into())
     }
     pub fn matmul(&self, rhs: &JsTensor) -> JsResult<JsTensor> {
         Ok(self.inner.matmul(&rhs.inner)?.into())

@@ -8,7 +8,12 @@ use crate::Tensor;
 impl Tensor {
     /// The shared body of every binary op: broadcast both shapes, read each operand through its
     /// broadcast strides (stride 0 on stretched axes) and write a contiguous result.
-    fn binary_op(&self, rhs: &Tensor, op: &'static str, f: impl Fn(f32, f32) -> f32) -> Result<Tensor> {
+    fn binary_op(
+        &self,
+        rhs: &Tensor,
+        op: &'static str,
+        f: impl Fn(f32, f32) -> f32,
+    ) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
         let b = rhs.f32_storage(op)?;
         let shape = self.shape().broadcast(rhs.shape())?;
@@ -53,12 +58,24 @@ impl Tensor {
 
     /// Elementwise maximum (NaN if either is NaN), broadcasting.
     pub fn maximum(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "maximum", |a, b| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) })
+        self.binary_op(rhs, "maximum", |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.max(b)
+            }
+        })
     }
 
     /// Elementwise minimum (NaN if either is NaN), broadcasting.
     pub fn minimum(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "minimum", |a, b| if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(b) })
+        self.binary_op(rhs, "minimum", |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.min(b)
+            }
+        })
     }
 }
 

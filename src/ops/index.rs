@@ -32,14 +32,22 @@ impl Tensor {
         out_dims.push(hidden);
         let out_shape = Shape::from(out_dims);
         let mut out = try_vec(out_shape.checked_elem_count()?, 0.0f32)?;
-        let table = if self.dtype().is_quantized() { None } else { Some(self.contiguous()?) };
+        let table = if self.dtype().is_quantized() {
+            None
+        } else {
+            Some(self.contiguous()?)
+        };
         let row_bytes = self.dtype().storage_bytes(hidden)?;
         for (&id, y) in ids.iter().zip(out.chunks_exact_mut(hidden.max(1))) {
-            let r = usize::try_from(id).ok().filter(|&r| r < vocab).ok_or(Error::IndexOutOfRange {
-                op: OP,
-                index: id as i64,
-                size: vocab,
-            })?;
+            let r =
+                usize::try_from(id)
+                    .ok()
+                    .filter(|&r| r < vocab)
+                    .ok_or(Error::IndexOutOfRange {
+                        op: OP,
+                        index: id as i64,
+                        size: vocab,
+                    })?;
             match &table {
                 Some(t) => {
                     let data = t.f32_storage(OP)?;
@@ -48,7 +56,11 @@ impl Tensor {
                 }
                 None => {
                     let bytes = self.quantized_bytes()?;
-                    quant::dequantize_row(self.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], y)?;
+                    quant::dequantize_row(
+                        self.dtype(),
+                        &bytes[r * row_bytes..(r + 1) * row_bytes],
+                        y,
+                    )?;
                 }
             }
         }
@@ -73,7 +85,11 @@ impl Tensor {
                 });
             }
             let same = t.rank() == first.rank()
-                && t.dims().iter().zip(first.dims()).enumerate().all(|(i, (a, b))| i == dim || a == b);
+                && t.dims()
+                    .iter()
+                    .zip(first.dims())
+                    .enumerate()
+                    .all(|(i, (a, b))| i == dim || a == b);
             if !same {
                 return Err(Error::shape(
                     OP,
@@ -84,7 +100,8 @@ impl Tensor {
         }
         let mut dims = first.dims().to_vec();
         dims[dim] = tensors.iter().try_fold(0usize, |acc, t| {
-            acc.checked_add(t.dims()[dim]).ok_or(Error::SizeOverflow { what: OP })
+            acc.checked_add(t.dims()[dim])
+                .ok_or(Error::SizeOverflow { what: OP })
         })?;
         let shape = Shape::from(dims);
         shape.checked_elem_count()?;

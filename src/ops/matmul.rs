@@ -58,20 +58,25 @@ impl Tensor {
         let (mut sa1, mut sb1) = (sa.clone(), sb.clone());
         sa1.push(0);
         sb1.push(0);
-        for_each_row(&bd, [&sa1, &sb1], [self.offset(), rhs.offset()], |[oa, ob], _, _| {
-            let c = &mut out[batch_idx * m * n..(batch_idx + 1) * m * n];
-            for i in 0..m {
-                let crow = &mut c[i * n..(i + 1) * n];
-                for p in 0..k {
-                    let av = a[oa + i * sam + p * sak];
-                    let brow = ob + p * sbk;
-                    for (j, y) in crow.iter_mut().enumerate() {
-                        *y += av * b[brow + j * sbn];
+        for_each_row(
+            &bd,
+            [&sa1, &sb1],
+            [self.offset(), rhs.offset()],
+            |[oa, ob], _, _| {
+                let c = &mut out[batch_idx * m * n..(batch_idx + 1) * m * n];
+                for i in 0..m {
+                    let crow = &mut c[i * n..(i + 1) * n];
+                    for p in 0..k {
+                        let av = a[oa + i * sam + p * sak];
+                        let brow = ob + p * sbk;
+                        for (j, y) in crow.iter_mut().enumerate() {
+                            *y += av * b[brow + j * sbn];
+                        }
                     }
                 }
-            }
-            batch_idx += 1;
-        });
+                batch_idx += 1;
+            },
+        );
         Ok(Tensor::new_f32(out, out_shape))
     }
 }

@@ -26,7 +26,13 @@ impl Tensor {
         output_gate: &Tensor,
         cell_prev: &Tensor,
     ) -> Result<LstmState> {
-        let all = [input_gate, forget_gate, cell_candidate, output_gate, cell_prev];
+        let all = [
+            input_gate,
+            forget_gate,
+            cell_candidate,
+            output_gate,
+            cell_prev,
+        ];
         for t in all {
             t.require_dtype("lstm_cell", DType::F32)?;
             if t.shape() != input_gate.shape() {
@@ -62,7 +68,8 @@ impl Tensor {
                 bias.map(|b| b.shape().clone())
             )
         };
-        let expected = "input [in_ch, len], weight [out_ch, in_ch, k <= len], bias [out_ch], stride > 0";
+        let expected =
+            "input [in_ch, len], weight [out_ch, in_ch, k <= len], bias [out_ch], stride > 0";
         if self.rank() != 2 || weight.rank() != 3 || stride == 0 {
             return Err(Error::shape(OP, expected, desc()));
         }
@@ -125,7 +132,9 @@ impl Tensor {
         cols: usize,
     ) -> Result<Tensor> {
         const OP: &str = "tessdata_int8_to_f32";
-        let n = rows.checked_mul(cols).ok_or(Error::SizeOverflow { what: OP })?;
+        let n = rows
+            .checked_mul(cols)
+            .ok_or(Error::SizeOverflow { what: OP })?;
         if weights.len() != n || scales.len() != rows {
             return Err(Error::shape(
                 OP,

@@ -23,12 +23,17 @@ impl Tensor {
         let mut out = try_vec(n, 0.0f32)?;
         let mut row = Vec::new();
         let mut pos = 0;
-        for_each_row(self.dims(), [self.strides()], [self.offset()], |[o], len, [s]| {
-            row.clear();
-            row.extend((0..len).map(|j| a[o + j * s]));
-            f(&row, &mut out[pos..pos + len]);
-            pos += len;
-        });
+        for_each_row(
+            self.dims(),
+            [self.strides()],
+            [self.offset()],
+            |[o], len, [s]| {
+                row.clear();
+                row.extend((0..len).map(|j| a[o + j * s]));
+                f(&row, &mut out[pos..pos + len]);
+                pos += len;
+            },
+        );
         Ok(Tensor::new_f32(out, self.shape().clone()))
     }
 

@@ -116,4 +116,3 @@ fn empty_axis(op: &'static str) -> Error {
         reason: "cannot reduce an axis of length 0".into(),
     }
 }
-

@@ -14,12 +14,17 @@ impl Tensor {
         let a = self.f32_storage(op)?;
         let mut out = try_vec(self.elem_count(), 0.0f32)?;
         let mut pos = 0;
-        for_each_row(self.dims(), [self.strides()], [self.offset()], |[o], n, [s]| {
-            for (j, y) in out[pos..pos + n].iter_mut().enumerate() {
-                *y = f(a[o + j * s]);
-            }
-            pos += n;
-        });
+        for_each_row(
+            self.dims(),
+            [self.strides()],
+            [self.offset()],
+            |[o], n, [s]| {
+                for (j, y) in out[pos..pos + n].iter_mut().enumerate() {
+                    *y = f(a[o + j * s]);
+                }
+                pos += n;
+            },
+        );
         Ok(Tensor::new_f32(out, self.shape().clone()))
     }
 

@@ -88,7 +88,10 @@ impl Tensor {
         let x = self.to_vec_f32()?;
         let row_bytes = DType::Q8_0.storage_bytes(k)?;
         let mut xq = try_vec(rows * row_bytes, 0u8)?;
-        for (xr, qr) in x.chunks_exact(k.max(1)).zip(xq.chunks_exact_mut(row_bytes.max(1))) {
+        for (xr, qr) in x
+            .chunks_exact(k.max(1))
+            .zip(xq.chunks_exact_mut(row_bytes.max(1)))
+        {
             quantize_row_q8_0(xr, qr);
         }
         let w = weight.quantized_bytes()?;

@@ -49,7 +49,12 @@ pub fn gather_by_index(storage: &[f32], t: &Tensor) -> Vec<f32> {
     indices(t.dims())
         .into_iter()
         .map(|idx| {
-            let off: usize = t.offset() + idx.iter().zip(t.strides()).map(|(i, s)| i * s).sum::<usize>();
+            let off: usize = t.offset()
+                + idx
+                    .iter()
+                    .zip(t.strides())
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>();
             storage[off]
         })
         .collect()

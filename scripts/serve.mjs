@@ -1,0 +1,57 @@
+// A static server for the repo root with the headers a cross-origin-isolated page needs
+// (COOP/COEP, so SharedArrayBuffer and the threaded build work). `/` redirects to the demo.
+//   node scripts/serve.mjs [--port N]      (PORT env also works; 0 picks a free port)
+import { createServer } from "node:http";
+import { createReadStream, statSync } from "node:fs";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
+const types = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+  ".ts": "text/plain; charset=utf-8",
+  ".svg": "image/svg+xml",
+};
+
+export function serve(port = 8080, host = "127.0.0.1") {
+  const server = createServer((req, res) => {
+    res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
+    res.setHeader("Cross-Origin-Embedder-Policy", "require-corp");
+    res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
+    res.setHeader("Cache-Control", "no-cache");
+    const url = new URL(req.url, "http://localhost");
+    if (url.pathname === "/") {
+      res.writeHead(302, { Location: "/www/" }).end();
+      return;
+    }
+    let path = normalize(join(root, decodeURIComponent(url.pathname)));
+    if (path !== root && !path.startsWith(root + sep)) {
+      res.writeHead(403).end("forbidden");
+      return;
+    }
+    try {
+      if (statSync(path).isDirectory()) path = join(path, "index.html");
+      const size = statSync(path).size;
+      res.writeHead(200, {
+        "Content-Type": types[extname(path)] ?? "application/octet-stream",
+        "Content-Length": size,
+      });
+      createReadStream(path).pipe(res);
+    } catch {
+      res.writeHead(404).end("not found");
+    }
+  });
+  return new Promise((ok) => server.listen(port, host, () => ok(server)));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const i = process.argv.indexOf("--port");
+  const port = Number(i > 0 ? process.argv[i + 1] : process.env.PORT ?? 8080);
+  const server = await serve(port);
+  console.log(`kopitiam-wasm demo: http://127.0.0.1:${server.address().port}/www/`);
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `npm test`: the whole suite, in order — lint, native tests, the same tests in headless
+# Chromium (wasm32 + simd128), then the JavaScript API and demo-page tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+bash scripts/setup.sh
+step() { printf '\n=== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy (native and wasm32)"
+cargo clippy -q --all-targets -- -D warnings
+cargo clippy -q --all-targets --target wasm32-unknown-unknown -- -D warnings
+
+step "native cargo test (test profile: opt-level 2)"
+cargo test -q
+
+step "wasm-pack test --headless --chrome (wasm32 + simd128)"
+wasm-pack --quiet test --headless --chrome --mode no-install
+
+step "build pkg/ and run the JavaScript tests"
+bash scripts/build.sh
+node --test tests/js/
