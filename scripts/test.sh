@@ -17,7 +17,7 @@ step "native cargo test (test profile: opt-level 2)"
 cargo test -q
 
 step "wasm-pack test --headless --chrome (wasm32 + simd128)"
-wasm-pack --quiet test --headless --chrome --mode no-install
+wasm-pack test --headless --chrome --mode no-install
 
 step "build pkg/ and run the JavaScript tests"
 bash scripts/build.sh
