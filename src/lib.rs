@@ -5,8 +5,8 @@
 //! A [`Tensor`] is an `Arc<`[`Storage`]`>` plus an element offset, a [`Shape`], strides and a
 //! [`DType`]. Views ([`Tensor::transpose`], [`Tensor::narrow`], [`Tensor::broadcast_to`],
 //! [`Tensor::permute`], contiguous [`Tensor::reshape`]) never copy. One odometer row loop
-//! ([`strided::for_each_row`]) walks strided data for conversions and ops; copies coalesce axes
-//! and split over threads when large ([`strided::copy_strided`]).
+//! (`strided::for_each_row`) walks strided data for conversions and ops; copies coalesce axes
+//! and split over threads when large (`strided::copy_strided`).
 //!
 //! The ops in [`ops`] are f32 reference implementations, written to be obviously correct: they
 //! are the oracle for the fast kernels. Block-quantized weights (Q4_0, Q8_0) are stored as raw
@@ -30,11 +30,11 @@ mod convert;
 pub mod dtype;
 pub mod error;
 pub mod ops;
-pub mod parallel;
+mod parallel;
 pub mod quant;
 pub mod shape;
 pub mod storage;
-pub mod strided;
+mod strided;
 pub mod tensor;
 
 #[cfg(target_arch = "wasm32")]
