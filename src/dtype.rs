@@ -9,10 +9,12 @@ use std::fmt;
 
 /// Element types a [`crate::Tensor`] can hold.
 ///
-/// Plain types have one element per block. The ggml formats pack 32 consecutive elements of a
-/// row into one block with an f16 scale; see [`crate::quant`] for the bit layouts.
+/// Plain types have one element per block. The ggml formats pack 32 (or, for the K formats, 256)
+/// consecutive elements of a row into one block with its scales; see [`crate::quant`] for the
+/// bit layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[allow(non_camel_case_types)] // ggml's names: Q4_K reads better than Q4K
 pub enum DType {
     F32 = 0,
     F16 = 1,
@@ -21,6 +23,14 @@ pub enum DType {
     I32 = 4,
     Q4_0 = 5,
     Q8_0 = 6,
+    Q4_1 = 7,
+    Q5_0 = 8,
+    Q5_1 = 9,
+    Q4_K = 10,
+    Q5_K = 11,
+    Q6_K = 12,
+    /// Activation-only K format (the partner of Q4_K/Q5_K/Q6_K in fused dots).
+    Q8_K = 13,
 }
 
 /// One row of the dtype table.
@@ -32,6 +42,8 @@ pub struct DTypeInfo {
     pub block_elems: usize,
     /// Bytes per storage block.
     pub block_bytes: usize,
+    /// The `ggml_type` id GGUF files use for this type.
+    pub ggml_type: u32,
     pub is_quantized: bool,
     pub is_float: bool,
 }
@@ -40,6 +52,7 @@ const fn row(
     name: &'static str,
     block_elems: usize,
     block_bytes: usize,
+    ggml_type: u32,
     is_quantized: bool,
     is_float: bool,
 ) -> DTypeInfo {
@@ -47,25 +60,34 @@ const fn row(
         name,
         block_elems,
         block_bytes,
+        ggml_type,
         is_quantized,
         is_float,
     }
 }
 
 /// Indexed by `DType as usize`; the order must match the enum's discriminants (a test checks).
-const TABLE: [DTypeInfo; 7] = [
-    row("f32", 1, 4, false, true),
-    row("f16", 1, 2, false, true),
-    row("bf16", 1, 2, false, true),
-    row("i8", 1, 1, false, false),
-    row("i32", 1, 4, false, false),
-    row("q4_0", 32, 18, true, false),
-    row("q8_0", 32, 34, true, false),
+const TABLE: [DTypeInfo; 14] = [
+    //   name     elems bytes ggml  quant  float
+    row("f32", 1, 4, 0, false, true),
+    row("f16", 1, 2, 1, false, true),
+    row("bf16", 1, 2, 30, false, true),
+    row("i8", 1, 1, 24, false, false),
+    row("i32", 1, 4, 26, false, false),
+    row("q4_0", 32, 18, 2, true, false),
+    row("q8_0", 32, 34, 8, true, false),
+    row("q4_1", 32, 20, 3, true, false),
+    row("q5_0", 32, 22, 6, true, false),
+    row("q5_1", 32, 24, 7, true, false),
+    row("q4_k", 256, 144, 12, true, false),
+    row("q5_k", 256, 176, 13, true, false),
+    row("q6_k", 256, 210, 14, true, false),
+    row("q8_k", 256, 292, 15, true, false),
 ];
 
 impl DType {
     /// Every dtype, in table order.
-    pub const ALL: [DType; 7] = [
+    pub const ALL: [DType; 14] = [
         DType::F32,
         DType::F16,
         DType::BF16,
@@ -73,6 +95,13 @@ impl DType {
         DType::I32,
         DType::Q4_0,
         DType::Q8_0,
+        DType::Q4_1,
+        DType::Q5_0,
+        DType::Q5_1,
+        DType::Q4_K,
+        DType::Q5_K,
+        DType::Q6_K,
+        DType::Q8_K,
     ];
 
     /// This dtype's row of the table.
@@ -94,6 +123,16 @@ impl DType {
     #[inline]
     pub const fn block_bytes(self) -> usize {
         self.info().block_bytes
+    }
+
+    #[inline]
+    pub const fn ggml_type(self) -> u32 {
+        self.info().ggml_type
+    }
+
+    /// The dtype for a GGUF `ggml_type` id, if this crate knows it.
+    pub fn from_ggml_type(id: u32) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.ggml_type() == id)
     }
 
     #[inline]

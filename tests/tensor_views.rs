@@ -39,8 +39,20 @@ fn dtype_table() {
             ("i32", 1, 4, false, false),
             ("q4_0", 32, 18, true, false),
             ("q8_0", 32, 34, true, false),
+            ("q4_1", 32, 20, true, false),
+            ("q5_0", 32, 22, true, false),
+            ("q5_1", 32, 24, true, false),
+            ("q4_k", 256, 144, true, false),
+            ("q5_k", 256, 176, true, false),
+            ("q6_k", 256, 210, true, false),
+            ("q8_k", 256, 292, true, false),
         ]
     );
+    // GGUF ids from ggml.h's enum ggml_type.
+    let ids: Vec<u32> = DType::ALL.iter().map(|d| d.ggml_type()).collect();
+    assert_eq!(ids, vec![0, 1, 30, 24, 26, 2, 8, 3, 6, 7, 12, 13, 14, 15]);
+    assert_eq!(DType::from_ggml_type(12), Some(DType::Q4_K));
+    assert_eq!(DType::from_ggml_type(9), None); // Q8_1: not supported
     assert_eq!(DType::Q4_0.storage_bytes(64).unwrap(), 36);
     assert_err(DType::Q8_0.storage_bytes(33), "PartialQuantizedBlock");
     assert_err(DType::F32.storage_bytes(usize::MAX), "SizeOverflow");

@@ -7,8 +7,9 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** Element types: plain (`f32` … `i32`) and ggml block-quantized (`q4_0`, `q8_0`). */
-export type DType = "f32" | "f16" | "bf16" | "i8" | "i32" | "q4_0" | "q8_0";
+/** Element types: plain (`f32` … `i32`) and ggml block-quantized (`q4_0` … `q8_k`). */
+export type DType = "f32" | "f16" | "bf16" | "i8" | "i32" | "q4_0" | "q8_0"
+  | "q4_1" | "q5_0" | "q5_1" | "q4_k" | "q5_k" | "q6_k" | "q8_k";
 /** Errors thrown by kopitiam-wasm carry a stable `code` (the Rust error variant). */
 export interface KopitiamError extends Error {
   code: "ShapeMismatch" | "NotBroadcastable" | "DTypeMismatch" | "UnsupportedDType"

@@ -47,11 +47,12 @@ pub fn dequantize_row_q8_0(bytes: &[u8], out: &mut [f32]) {
 
 /// Dequantizes `bytes` of `dtype` into `out`, which must hold exactly the elements they encode.
 pub fn dequantize_row(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Result<()> {
-    let blocks = bytes.len() / dtype.block_bytes().max(1);
-    if !dtype.is_quantized()
-        || bytes.len() % dtype.block_bytes() != 0
-        || out.len() != blocks * dtype.block_elems()
-    {
+    let traits = super::traits::quant_type(dtype).ok_or(Error::UnsupportedDType {
+        op: "dequantize_row",
+        dtype,
+    })?;
+    let blocks = bytes.len() / dtype.block_bytes();
+    if bytes.len() % dtype.block_bytes() != 0 || out.len() != blocks * dtype.block_elems() {
         return Err(Error::InvalidArgument {
             op: "dequantize_row",
             reason: format!(
@@ -61,15 +62,6 @@ pub fn dequantize_row(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Result<()>
             ),
         });
     }
-    match dtype {
-        DType::Q4_0 => dequantize_row_q4_0(bytes, out),
-        DType::Q8_0 => dequantize_row_q8_0(bytes, out),
-        _ => {
-            return Err(Error::UnsupportedDType {
-                op: "dequantize_row",
-                dtype,
-            })
-        }
-    }
+    (traits.dequantize)(bytes, out);
     Ok(())
 }

@@ -10,9 +10,12 @@
 //! byte buffer (GGUF data need not be 2-aligned inside a `Vec<u8>`).
 
 mod blocks;
+pub mod kernels;
 mod matmul;
 mod quantize;
+mod traits;
 
 pub use blocks::{dequantize_row, dequantize_row_q4_0, dequantize_row_q8_0, QK4_0, QK8_0};
-pub use matmul::{vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
+pub use kernels::{vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
 pub use quantize::{quantize_row_q4_0, quantize_row_q8_0};
+pub use traits::{quant_type, FusedDot, QuantType};

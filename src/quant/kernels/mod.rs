@@ -1,0 +1,42 @@
+//! Inner loops of the quantized matmul, with a scalar twin beside each SIMD version.
+//!
+//! The variant is chosen at compile time: `relaxed.rs` when the build has `+relaxed-simd`,
+//! `simd128.rs` when it has `+simd128`, `scalar.rs` otherwise (and natively). The scalar twins
+//! are always compiled, because they are what the SIMD versions are tested against.
+//!
+//! Contract shared by every variant (tests check it): integer block sums are exact, and the f32
+//! accumulation over blocks runs in block order, `sum += (d_w * d_x) * isum`, so the SIMD dots
+//! return the same bits as the scalar ones. Activation quantization matches ggml's
+//! `quantize_row_q8_0_ref` bit for bit.
+
+pub mod scalar;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod simd128;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub mod relaxed;
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+pub use scalar::{quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
+
+#[cfg(all(
+    target_arch = "wasm32",
+    target_feature = "simd128",
+    not(target_feature = "relaxed-simd")
+))]
+pub use simd128::{quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
+
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub use relaxed::vec_dot_q4_0_q8_0;
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub use simd128::{quantize_row_q8_0, vec_dot_q8_0_q8_0};
+
+/// Which kernel family this build runs: `"scalar"`, `"simd128"` or `"relaxed-simd"`.
+pub const KERNELS: &str = if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+    "relaxed-simd"
+} else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+    "simd128"
+} else {
+    "scalar"
+};
