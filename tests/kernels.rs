@@ -1,0 +1,109 @@
+//! The quantized kernels of this build (scalar natively, simd128 / relaxed-SIMD in the browser)
+//! against their scalar twins — bit for bit — and the scalar twins against dequantize-then-f64.
+
+mod common;
+
+use common::Rng;
+use half::f16;
+use kopitiam_wasm::quant::kernels::{self, scalar};
+use kopitiam_wasm::quant::{dequantize_row_q4_0, dequantize_row_q8_0};
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+/// Random blocks with finite random f16 scales (and some zero / max-magnitude scales).
+fn random_blocks(rng: &mut Rng, blocks: usize, block_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(blocks * block_bytes);
+    for b in 0..blocks {
+        let d = match b % 7 {
+            0 => 0.0,
+            1 => 65504.0,
+            _ => rng.f32() * 0.1,
+        };
+        out.extend(f16::from_f32(d).to_bits().to_le_bytes());
+        out.extend((2..block_bytes).map(|_| rng.next_u64() as u8));
+        if b % 5 == 3 {
+            // Extreme quants: every i8 at -128 / every nibble at 0.
+            let start = out.len() - (block_bytes - 2);
+            out[start..].fill(0x80);
+        }
+    }
+    out
+}
+
+#[test]
+fn this_build_uses_the_expected_kernels() {
+    let want = if cfg!(target_feature = "relaxed-simd") {
+        "relaxed-simd"
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        "simd128"
+    } else {
+        "scalar"
+    };
+    assert_eq!(kernels::KERNELS, want);
+}
+
+#[test]
+fn block_dots_equal_scalar_twins_bit_for_bit() {
+    let mut rng = Rng::new(5);
+    for blocks in [1, 2, 3, 7, 20, 64] {
+        for _ in 0..20 {
+            let w4 = random_blocks(&mut rng, blocks, 18);
+            let w8 = random_blocks(&mut rng, blocks, 34);
+            let x8 = random_blocks(&mut rng, blocks, 34);
+            let (a, b) = (kernels::vec_dot_q4_0_q8_0(&w4, &x8), scalar::vec_dot_q4_0_q8_0(&w4, &x8));
+            assert_eq!(a.to_bits(), b.to_bits(), "q4_0·q8_0, {blocks} blocks: {a} vs {b}");
+            let (a, b) = (kernels::vec_dot_q8_0_q8_0(&w8, &x8), scalar::vec_dot_q8_0_q8_0(&w8, &x8));
+            assert_eq!(a.to_bits(), b.to_bits(), "q8_0·q8_0, {blocks} blocks: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn scalar_dots_match_dequantized_f64_dot() {
+    let mut rng = Rng::new(9);
+    for blocks in [1, 4, 9] {
+        let w4 = random_blocks(&mut rng, blocks, 18);
+        let w8 = random_blocks(&mut rng, blocks, 34);
+        let x8 = random_blocks(&mut rng, blocks, 34);
+        let n = blocks * 32;
+        let (mut fw4, mut fw8, mut fx) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        dequantize_row_q4_0(&w4, &mut fw4);
+        dequantize_row_q8_0(&w8, &mut fw8);
+        dequantize_row_q8_0(&x8, &mut fx);
+        for (w, got) in [(&fw4, scalar::vec_dot_q4_0_q8_0(&w4, &x8)), (&fw8, scalar::vec_dot_q8_0_q8_0(&w8, &x8))] {
+            let want: f64 = w.iter().zip(&fx).map(|(&a, &b)| a as f64 * b as f64).sum();
+            let mag: f64 = w.iter().zip(&fx).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+            assert!((got as f64 - want).abs() <= 1e-5 * mag + 1e-30, "{got} vs {want}");
+        }
+    }
+}
+
+#[test]
+fn activation_quantizer_equals_ref_bit_for_bit() {
+    let mut rng = Rng::new(2);
+    let mut cases: Vec<Vec<f32>> = Vec::new();
+    // Exact halves (amax = 127 -> d = 1, id = 1): round half away from zero.
+    let mut halves = vec![0.0f32; 32];
+    for (i, v) in halves.iter_mut().enumerate() {
+        *v = (i as f32 - 16.0) + 0.5;
+    }
+    halves[31] = 127.0;
+    cases.push(halves);
+    cases.push(vec![0.0; 64]); // all zero: d = 0
+    cases.push(vec![-3.0; 32]);
+    cases.push((0..32).map(|i| if i == 5 { 1e30 } else { 1.0 }).collect());
+    cases.push((0..32).map(|i| if i == 0 { f32::MIN_POSITIVE } else { 0.0 }).collect());
+    for n in [32, 96, 640] {
+        cases.push(rng.vec(n, 10.0));
+    }
+    for x in cases {
+        let mut a = vec![0u8; x.len() / 32 * 34];
+        let mut b = a.clone();
+        kernels::quantize_row_q8_0(&x, &mut a);
+        kopitiam_wasm::quant::quantize_row_q8_0(&x, &mut b);
+        assert_eq!(a, b, "input starting {:?}", &x[..4]);
+    }
+}
