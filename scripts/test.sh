@@ -19,6 +19,14 @@ cargo test -q
 step "wasm-pack test --headless --chrome (wasm32 + simd128)"
 wasm-pack test --headless --chrome --mode no-install
 
+step "relaxed-SIMD build: kernel and quant tests in headless Chromium"
+CARGO_TARGET_DIR=target/relaxed \
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
+  wasm-pack test --headless --chrome --mode no-install -- --test kernels --test quant
+
+step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
+bash scripts/test-threads.sh
+
 step "build pkg/ and run the JavaScript tests"
 bash scripts/build.sh
 node --test tests/js/

@@ -43,6 +43,7 @@ pub mod js;
 pub use dtype::{DType, DTypeInfo};
 pub use error::{Error, Result};
 pub use ops::LstmState;
+pub use parallel::num_threads;
 pub use shape::Shape;
 pub use storage::Storage;
 pub use tensor::{Device, Tensor};

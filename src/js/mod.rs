@@ -9,6 +9,11 @@ mod tensor;
 
 pub use tensor::JsTensor;
 
+/// `initThreadPool(n): Promise<void>` — starts `n` Web Workers for the threaded build. Call it
+/// once, before the first op, from a page that is `crossOriginIsolated`.
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;
+
 use wasm_bindgen::prelude::*;
 
 /// Runs once when the module is instantiated: a Rust panic (always a bug) then shows its
@@ -16,6 +21,14 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(start)]
 pub fn start() {
     console_error_panic_hook::set_once();
+}
+
+/// Which kernels and threading this binary was built with, e.g. `"simd128"` or
+/// `"relaxed-simd+threads"`.
+#[wasm_bindgen(js_name = buildInfo)]
+pub fn build_info() -> String {
+    let threads = if cfg!(feature = "threads") { "+threads" } else { "" };
+    format!("{}{threads}", crate::quant::kernels::KERNELS)
 }
 
 /// The crate version, for bug reports.
