@@ -38,7 +38,7 @@ pub enum DType {
 pub struct DTypeInfo {
     /// Lower-case name, as used in GGUF tools and in the JavaScript API (`"q4_0"`).
     pub name: &'static str,
-    /// Elements per storage block (1 for plain types, 32 for Q4_0/Q8_0).
+    /// Elements per storage block (1 for plain types, 32 or 256 for ggml blocks).
     pub block_elems: usize,
     /// Bytes per storage block.
     pub block_bytes: usize,

@@ -1,5 +1,5 @@
-//! Fused quantized matmul: activations quantized to Q8_0 once per row, integer block dots,
-//! both scales applied per block. The weight bytes are read in place, never expanded to f32.
+//! Fused quantized matmul: activations quantized once per row (to Q8_0, or Q8_K for the K
+//! formats), integer block dots, scales applied per block. The weight bytes are read in place, never expanded to f32.
 
 use super::traits::quant_type;
 use crate::dtype::DType;
@@ -16,8 +16,8 @@ impl Tensor {
     /// per-block integer dot products with the block scales applied.
     ///
     /// Errors: [`Error::DTypeMismatch`] when `self` is not f32, [`Error::UnsupportedDType`] when
-    /// `weight` is not Q4_0/Q8_0, [`Error::ShapeMismatch`] for ranks, a different `in` or an `in`
-    /// that is not a multiple of 32.
+    /// `weight` has no fused kernel (plain dtypes, Q4_1, Q5_1), [`Error::ShapeMismatch`] for
+    /// ranks, a different `in`, or an `in` that is not a whole number of activation blocks.
     pub fn quantized_matmul(&self, weight: &Tensor) -> Result<Tensor> {
         const OP: &str = "quantized_matmul";
         let fused =
