@@ -151,3 +151,17 @@ fn f32_to_f16_rounds_to_nearest_even_and_saturates_to_inf() {
     // 1e-8 underflows to +0; -0 keeps its sign.
     assert_eq!(bits, vec![0x3C00, 0x3C02, 0x7BFF, 0x7C00, 0x0000, 0x8000]);
 }
+
+#[test]
+fn fast_scale_conversion_equals_half_for_every_pattern() {
+    for b in 0..=u16::MAX {
+        let (fast, want) = (
+            kopitiam_wasm::quant::f16_to_f32(b),
+            half::f16::from_bits(b).to_f32(),
+        );
+        assert!(
+            fast.to_bits() == want.to_bits() || (fast.is_nan() && want.is_nan()),
+            "{b:#06x}"
+        );
+    }
+}

@@ -53,10 +53,24 @@ fn block_dots_equal_scalar_twins_bit_for_bit() {
             let w4 = random_blocks(&mut rng, blocks, 18);
             let w8 = random_blocks(&mut rng, blocks, 34);
             let x8 = random_blocks(&mut rng, blocks, 34);
-            let (a, b) = (kernels::vec_dot_q4_0_q8_0(&w4, &x8), scalar::vec_dot_q4_0_q8_0(&w4, &x8));
-            assert_eq!(a.to_bits(), b.to_bits(), "q4_0·q8_0, {blocks} blocks: {a} vs {b}");
-            let (a, b) = (kernels::vec_dot_q8_0_q8_0(&w8, &x8), scalar::vec_dot_q8_0_q8_0(&w8, &x8));
-            assert_eq!(a.to_bits(), b.to_bits(), "q8_0·q8_0, {blocks} blocks: {a} vs {b}");
+            let (a, b) = (
+                kernels::vec_dot_q4_0_q8_0(&w4, &x8),
+                scalar::vec_dot_q4_0_q8_0(&w4, &x8),
+            );
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "q4_0·q8_0, {blocks} blocks: {a} vs {b}"
+            );
+            let (a, b) = (
+                kernels::vec_dot_q8_0_q8_0(&w8, &x8),
+                scalar::vec_dot_q8_0_q8_0(&w8, &x8),
+            );
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "q8_0·q8_0, {blocks} blocks: {a} vs {b}"
+            );
         }
     }
 }
@@ -73,10 +87,20 @@ fn scalar_dots_match_dequantized_f64_dot() {
         dequantize_row_q4_0(&w4, &mut fw4);
         dequantize_row_q8_0(&w8, &mut fw8);
         dequantize_row_q8_0(&x8, &mut fx);
-        for (w, got) in [(&fw4, scalar::vec_dot_q4_0_q8_0(&w4, &x8)), (&fw8, scalar::vec_dot_q8_0_q8_0(&w8, &x8))] {
+        for (w, got) in [
+            (&fw4, scalar::vec_dot_q4_0_q8_0(&w4, &x8)),
+            (&fw8, scalar::vec_dot_q8_0_q8_0(&w8, &x8)),
+        ] {
             let want: f64 = w.iter().zip(&fx).map(|(&a, &b)| a as f64 * b as f64).sum();
-            let mag: f64 = w.iter().zip(&fx).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
-            assert!((got as f64 - want).abs() <= 1e-5 * mag + 1e-30, "{got} vs {want}");
+            let mag: f64 = w
+                .iter()
+                .zip(&fx)
+                .map(|(&a, &b)| (a as f64 * b as f64).abs())
+                .sum();
+            assert!(
+                (got as f64 - want).abs() <= 1e-5 * mag + 1e-30,
+                "{got} vs {want}"
+            );
         }
     }
 }
@@ -95,7 +119,11 @@ fn activation_quantizer_equals_ref_bit_for_bit() {
     cases.push(vec![0.0; 64]); // all zero: d = 0
     cases.push(vec![-3.0; 32]);
     cases.push((0..32).map(|i| if i == 5 { 1e30 } else { 1.0 }).collect());
-    cases.push((0..32).map(|i| if i == 0 { f32::MIN_POSITIVE } else { 0.0 }).collect());
+    cases.push(
+        (0..32)
+            .map(|i| if i == 0 { f32::MIN_POSITIVE } else { 0.0 })
+            .collect(),
+    );
     for n in [32, 96, 640] {
         cases.push(rng.vec(n, 10.0));
     }
@@ -105,5 +133,62 @@ fn activation_quantizer_equals_ref_bit_for_bit() {
         kernels::quantize_row_q8_0(&x, &mut a);
         kopitiam_wasm::quant::quantize_row_q8_0(&x, &mut b);
         assert_eq!(a, b, "input starting {:?}", &x[..4]);
+    }
+}
+
+mod f32_kernels {
+    use super::Rng;
+    use kopitiam_wasm::ops::kernels::{self as k, scalar as s, Arith};
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn f32_kernels_equal_scalar_twins_on_odd_lengths() {
+        let mut rng = Rng::new(17);
+        for n in [0, 1, 3, 4, 5, 7, 8, 31, 64, 257] {
+            let (x, y) = (rng.vec(n, 3.0), rng.vec(n, 3.0));
+            assert_eq!(
+                k::dot(&x, &y).to_bits(),
+                s::dot(&x, &y).to_bits(),
+                "dot n={n}"
+            );
+            assert_eq!(k::max(&x).to_bits(), s::max(&x).to_bits(), "max n={n}");
+            let (mut a, mut b) = (y.clone(), y.clone());
+            k::axpy(0.37, &x, &mut a);
+            s::axpy(0.37, &x, &mut b);
+            assert_eq!(a, b, "axpy n={n}");
+            for op in [Arith::Add, Arith::Sub, Arith::Mul, Arith::Div] {
+                let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+                k::binary(op, &x, &y, &mut a);
+                s::binary(op, &x, &y, &mut b);
+                assert!(
+                    a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{op:?} n={n}"
+                );
+                k::binary_scalar_rhs(op, &x, 1.5, &mut a);
+                s::binary_scalar_rhs(op, &x, 1.5, &mut b);
+                assert!(
+                    a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{op:?} rhs n={n}"
+                );
+            }
+        }
+        let mut with_nan = vec![1.0f32; 9];
+        with_nan[6] = f32::NAN;
+        assert!(k::max(&with_nan).is_nan() && s::max(&with_nan).is_nan());
+    }
+
+    #[test]
+    fn dot_is_accurate() {
+        // Against an f64 oracle: |err| <= n·eps·Σ|x·y| (a loose, standard bound).
+        let mut rng = Rng::new(4);
+        let (x, y) = (rng.vec(1001, 1.0), rng.vec(1001, 1.0));
+        let want: f64 = x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64).sum();
+        let mag: f64 = x
+            .iter()
+            .zip(&y)
+            .map(|(&a, &b)| (a as f64 * b as f64).abs())
+            .sum();
+        assert!((s::dot(&x, &y) as f64 - want).abs() <= 1001.0 * f32::EPSILON as f64 * mag);
     }
 }

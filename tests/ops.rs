@@ -377,3 +377,60 @@ fn gather_rows_concat_tessdata() {
         "ShapeMismatch",
     );
 }
+
+#[test]
+fn blocked_matmul_equals_triple_loop_beyond_one_tile() {
+    // n > 256 and k > 64 cross the column and depth tiles; a strided rhs takes the scalar path.
+    let mut rng = Rng::new(8);
+    let (m, k, n) = (3, 150, 300);
+    let (xa, xb) = (rng.vec(m * k, 1.0), rng.vec(k * n, 1.0));
+    let got = t(&xa, &[m, k])
+        .matmul(&t(&xb, &[k, n]))
+        .unwrap()
+        .to_vec_f32()
+        .unwrap();
+    let bt = t(&xb, &[k, n])
+        .transpose(0, 1)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    let got_strided = t(&xa, &[m, k]).matmul(&bt).unwrap().to_vec_f32().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0.0f32;
+            for p in 0..k {
+                acc += xa[i * k + p] * xb[p * n + j];
+            }
+            assert_eq!(got[i * n + j], acc, "({i}, {j})");
+            assert_eq!(got_strided[i * n + j], acc, "strided ({i}, {j})");
+        }
+    }
+}
+
+#[test]
+fn fused_softmax_equals_the_three_op_definition() {
+    let mut rng = Rng::new(12);
+    let x = t(&rng.vec(4 * 37, 20.0), &[4, 37]);
+    let fused = x.softmax(1).unwrap().to_vec_f32().unwrap();
+    let e = x.sub(&x.max(1, true).unwrap()).unwrap().exp().unwrap();
+    let three = e
+        .div(&e.sum(1, true).unwrap())
+        .unwrap()
+        .to_vec_f32()
+        .unwrap();
+    assert!(fused
+        .iter()
+        .zip(&three)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    // A transposed view takes the gathered-row path and must agree too.
+    let xt = x
+        .transpose(0, 1)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    assert_eq!(xt.softmax(1).unwrap().to_vec_f32().unwrap(), fused);
+}

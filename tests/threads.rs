@@ -50,10 +50,16 @@ async fn quantized_matmul_on_two_threads_equals_one_thread_bytes() {
         let mut xq = vec![0u8; act_bytes];
         kernels::quantize_row_q8_0(&x[r * n_in..(r + 1) * n_in], &mut xq);
         for o in 0..n_out {
-            want.push(kernels::vec_dot_q4_0_q8_0(&wq[o * row_bytes..(o + 1) * row_bytes], &xq));
+            want.push(kernels::vec_dot_q4_0_q8_0(
+                &wq[o * row_bytes..(o + 1) * row_bytes],
+                &xq,
+            ));
         }
     }
-    let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+    let same = got
+        .iter()
+        .zip(&want)
+        .all(|(a, b)| a.to_bits() == b.to_bits());
     assert!(same && got.len() == want.len());
 }
 
@@ -64,7 +70,19 @@ async fn large_transposed_copy_on_two_threads_is_right() {
     let data: Vec<f32> = (0..r * c).map(|i| i as f32).collect();
     let t = Tensor::from_f32(data.clone(), [r, c]).unwrap();
     let tt = t.transpose(0, 1).unwrap();
-    assert_eq!(tt.contiguous().unwrap().to_vec_f32().unwrap(), gather_by_index(&data, &tt));
-    let b = t.narrow(1, 7, 200).unwrap().broadcast_to([3, r, 200]).unwrap().transpose(0, 2).unwrap();
-    assert_eq!(b.contiguous().unwrap().to_vec_f32().unwrap(), gather_by_index(&data, &b));
+    assert_eq!(
+        tt.contiguous().unwrap().to_vec_f32().unwrap(),
+        gather_by_index(&data, &tt)
+    );
+    let b = t
+        .narrow(1, 7, 200)
+        .unwrap()
+        .broadcast_to([3, r, 200])
+        .unwrap()
+        .transpose(0, 2)
+        .unwrap();
+    assert_eq!(
+        b.contiguous().unwrap().to_vec_f32().unwrap(),
+        gather_by_index(&data, &b)
+    );
 }

@@ -27,7 +27,11 @@ pub fn start() {
 /// `"relaxed-simd+threads"`.
 #[wasm_bindgen(js_name = buildInfo)]
 pub fn build_info() -> String {
-    let threads = if cfg!(feature = "threads") { "+threads" } else { "" };
+    let threads = if cfg!(feature = "threads") {
+        "+threads"
+    } else {
+        ""
+    };
     format!("{}{threads}", crate::quant::kernels::KERNELS)
 }
 

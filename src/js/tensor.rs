@@ -245,6 +245,11 @@ impl JsTensor {
         Ok(self.inner.reshape(shape_arg("reshape", &shape)?)?.into())
     }
 
+    /// A fresh contiguous copy with its own storage (one memcpy when already contiguous).
+    pub fn copy(&self) -> JsResult<JsTensor> {
+        Ok(self.inner.copy()?.into())
+    }
+
     pub fn contiguous(&self) -> JsResult<JsTensor> {
         Ok(self.inner.contiguous()?.into())
     }

@@ -1,5 +1,6 @@
 //! Elementwise binary ops with NumPy broadcasting, and comparisons.
 
+use super::kernels::{self, Arith};
 use crate::error::Result;
 use crate::storage::try_vec;
 use crate::strided::for_each_row;
@@ -12,6 +13,7 @@ impl Tensor {
         &self,
         rhs: &Tensor,
         op: &'static str,
+        fast: Option<Arith>,
         f: impl Fn(f32, f32) -> f32,
     ) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
@@ -27,8 +29,15 @@ impl Tensor {
             [&so, &sa, &sb],
             [0, self.offset(), rhs.offset()],
             |[o, ia, ib], n, [_, sa, sb]| {
-                for (j, y) in out[o..o + n].iter_mut().enumerate() {
-                    *y = f(a[ia + j * sa], b[ib + j * sb]);
+                let y = &mut out[o..o + n];
+                match (fast, sa, sb) {
+                    (Some(k), 1, 1) => kernels::binary(k, &a[ia..ia + n], &b[ib..ib + n], y),
+                    (Some(k), 1, 0) => kernels::binary_scalar_rhs(k, &a[ia..ia + n], b[ib], y),
+                    _ => {
+                        for (j, y) in y.iter_mut().enumerate() {
+                            *y = f(a[ia + j * sa], b[ib + j * sb]);
+                        }
+                    }
                 }
             },
         );
@@ -37,28 +46,28 @@ impl Tensor {
 
     /// `self + rhs`, broadcasting.
     pub fn add(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "add", |a, b| a + b)
+        self.binary_op(rhs, "add", Some(Arith::Add), |a, b| a + b)
     }
 
     /// `self - rhs`, broadcasting.
     pub fn sub(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "sub", |a, b| a - b)
+        self.binary_op(rhs, "sub", Some(Arith::Sub), |a, b| a - b)
     }
 
     /// `self * rhs`, broadcasting.
     pub fn mul(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "mul", |a, b| a * b)
+        self.binary_op(rhs, "mul", Some(Arith::Mul), |a, b| a * b)
     }
 
     /// `self / rhs`, broadcasting. Division by zero follows IEEE 754 (±inf or NaN): an op cannot
     /// know whether that is a bug or, say, a masked attention score.
     pub fn div(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "div", |a, b| a / b)
+        self.binary_op(rhs, "div", Some(Arith::Div), |a, b| a / b)
     }
 
     /// Elementwise maximum (NaN if either is NaN), broadcasting.
     pub fn maximum(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "maximum", |a, b| {
+        self.binary_op(rhs, "maximum", None, |a, b| {
             if a.is_nan() || b.is_nan() {
                 f32::NAN
             } else {
@@ -69,7 +78,7 @@ impl Tensor {
 
     /// Elementwise minimum (NaN if either is NaN), broadcasting.
     pub fn minimum(&self, rhs: &Tensor) -> Result<Tensor> {
-        self.binary_op(rhs, "minimum", |a, b| {
+        self.binary_op(rhs, "minimum", None, |a, b| {
             if a.is_nan() || b.is_nan() {
                 f32::NAN
             } else {
@@ -85,7 +94,7 @@ macro_rules! comparison {
             $(
                 #[doc = concat!("`self ", $doc, " rhs` elementwise with broadcasting, as an f32 mask (1.0 true, 0.0 false), ready to `mul` with. NaN compares false except under `ne`.")]
                 pub fn $name(&self, rhs: &Tensor) -> Result<Tensor> {
-                    self.binary_op(rhs, stringify!($name), |a, b| if a $op b { 1.0 } else { 0.0 })
+                    self.binary_op(rhs, stringify!($name), None, |a, b| if a $op b { 1.0 } else { 0.0 })
                 }
             )*
         }

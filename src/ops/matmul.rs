@@ -1,6 +1,11 @@
 //! Batched f32 matmul with broadcast batch dimensions.
 
+use super::kernels;
 use crate::error::{Error, Result};
+
+/// Column and depth tiles of the blocked loop: a 64 × 256 f32 panel of `rhs` is 64 KiB.
+const N_TILE: usize = 256;
+const K_TILE: usize = 64;
 use crate::storage::try_vec;
 use crate::strided::for_each_row;
 use crate::{Shape, Tensor};
@@ -10,7 +15,8 @@ impl Tensor {
     /// `[k, n]` weight multiplies a `[b, m, k]` activation without replication).
     ///
     /// Each output element accumulates `a[i, p] * b[p, j]` in f32 for `p = 0..k` in order, as the
-    /// textbook triple loop does; the loop nest is i-p-j so the inner loop walks rows.
+    /// textbook triple loop does; the loop nest is i-p-j (tiled) so the inner loop is an axpy
+    /// over a row of `rhs`.
     ///
     /// Errors: [`Error::ShapeMismatch`] for rank < 2 or differing `k`,
     /// [`Error::NotBroadcastable`] for incompatible batch dims.
@@ -64,13 +70,26 @@ impl Tensor {
             [self.offset(), rhs.offset()],
             |[oa, ob], _, _| {
                 let c = &mut out[batch_idx * m * n..(batch_idx + 1) * m * n];
-                for i in 0..m {
-                    let crow = &mut c[i * n..(i + 1) * n];
-                    for p in 0..k {
-                        let av = a[oa + i * sam + p * sak];
-                        let brow = ob + p * sbk;
-                        for (j, y) in crow.iter_mut().enumerate() {
-                            *y += av * b[brow + j * sbn];
+                // Tiles over columns and over k keep a K_TILE × N_TILE panel of `rhs` in cache;
+                // for every output element the p loop still runs 0..k in order, so the bits are
+                // those of the textbook loop.
+                for j0 in (0..n).step_by(N_TILE) {
+                    let j1 = (j0 + N_TILE).min(n);
+                    for p0 in (0..k).step_by(K_TILE) {
+                        let p1 = (p0 + K_TILE).min(k);
+                        for i in 0..m {
+                            let crow = &mut c[i * n + j0..i * n + j1];
+                            for p in p0..p1 {
+                                let av = a[oa + i * sam + p * sak];
+                                let brow = ob + p * sbk;
+                                if sbn == 1 {
+                                    kernels::axpy(av, &b[brow + j0..brow + j1], crow);
+                                } else {
+                                    for (j, y) in crow.iter_mut().enumerate() {
+                                        *y += av * b[brow + (j0 + j) * sbn];
+                                    }
+                                }
+                            }
                         }
                     }
                 }

@@ -1,12 +1,14 @@
 //! Reference f32 ops: written to be obviously correct, not fast. They are the oracle the fast
 //! kernels are tested against.
 //!
-//! Every op reads any strided view (through [`crate::strided::for_each_row`]), returns a new
+//! Every op reads any strided view (through the crate's odometer row loop), returns a new
 //! contiguous tensor, and rejects non-f32 input with [`crate::Error::DTypeMismatch`] (quantized
-//! input with [`crate::Error::QuantizedElementAccess`]).
+//! input with [`crate::Error::QuantizedElementAccess`]). Rows that are contiguous go through the
+//! SIMD kernels in [`kernels`], which return the same bits as the plain loops they replace.
 
 mod binary;
 mod index;
+pub mod kernels;
 mod matmul;
 mod nn;
 mod norm;

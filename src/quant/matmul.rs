@@ -64,9 +64,20 @@ impl Tensor {
         let w = weight.quantized_bytes()?;
         let w_row = weight.dtype().storage_bytes(n_in)?;
         let mut out = try_vec(rows * n_out, 0.0f32)?;
-        parallel::for_each_chunk_mut(&mut out, n_out, |r, out_row| {
-            let xr = &xq[r * row_bytes..(r + 1) * row_bytes];
-            for (o, y) in out_row.iter_mut().enumerate() {
+        // Split the flat [rows, out] result into chunks: whole rows when there are enough of
+        // them, otherwise column ranges (a single-row matvec must still use every thread). Each
+        // element is one dot computed by one thread, so the bytes never depend on the split.
+        let threads = parallel::num_threads();
+        let chunk = if threads == 1 || rows >= 4 * threads {
+            n_out
+        } else {
+            (rows * n_out).div_ceil(4 * threads).max(64)
+        };
+        parallel::for_each_chunk_mut(&mut out, chunk, |c, out_chunk| {
+            for (i, y) in out_chunk.iter_mut().enumerate() {
+                let flat = c * chunk + i;
+                let (r, o) = (flat / n_out, flat % n_out);
+                let xr = &xq[r * row_bytes..(r + 1) * row_bytes];
                 *y = (fused.dot)(&w[o * w_row..(o + 1) * w_row], xr);
             }
         });

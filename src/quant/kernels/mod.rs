@@ -5,8 +5,9 @@
 //! are always compiled, because they are what the SIMD versions are tested against.
 //!
 //! Contract shared by every variant (tests check it): integer block sums are exact, and the f32
-//! accumulation over blocks runs in block order, `sum += (d_w * d_x) * isum`, so the SIMD dots
-//! return the same bits as the scalar ones. Activation quantization matches ggml's
+//! accumulation is fixed — block `b` adds `(d_w · d_x) · isum_b` into accumulator `b % 4`, and
+//! the result is `(acc0 + acc1) + (acc2 + acc3)` — so a SIMD dot (one accumulator per lane)
+//! returns the same bits as its scalar twin. Activation quantization matches ggml's
 //! `quantize_row_q8_0_ref` bit for bit.
 
 pub mod scalar;

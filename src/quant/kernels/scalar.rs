@@ -5,38 +5,47 @@ use crate::quant::blocks::{read_f16, QK8_0};
 
 pub use crate::quant::quantize::quantize_row_q8_0;
 
+/// Adds `scale · isum` of block `b` into lane `b % 4` and reduces the lanes in the canonical order
+/// (see the module docs), so SIMD twins can keep one accumulator per lane.
+#[inline(always)]
+pub(crate) fn accumulate4(blocks: impl Iterator<Item = (f32, i32)>) -> f32 {
+    let mut acc = [0.0f32; 4];
+    for (b, (scale, isum)) in blocks.enumerate() {
+        acc[b % 4] += scale * isum as f32;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
 /// Σ over blocks of `d_w · d_x · Σ (q4 − 8) · q8`: one Q4_0 row against one Q8_0 row.
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mut sum = 0.0f32;
-    for (wb, xb) in w
+    let blocks = w
         .chunks_exact(DType::Q4_0.block_bytes())
         .zip(x.chunks_exact(DType::Q8_0.block_bytes()))
-    {
-        let qx = &xb[2..];
-        let mut isum = 0i32;
-        for j in 0..QK8_0 / 2 {
-            let lo = (wb[2 + j] & 0x0F) as i32 - 8;
-            let hi = (wb[2 + j] >> 4) as i32 - 8;
-            isum += lo * (qx[j] as i8) as i32 + hi * (qx[j + QK8_0 / 2] as i8) as i32;
-        }
-        sum += read_f16(wb) * read_f16(xb) * isum as f32;
-    }
-    sum
+        .map(|(wb, xb)| {
+            let qx = &xb[2..];
+            let mut isum = 0i32;
+            for j in 0..QK8_0 / 2 {
+                let lo = (wb[2 + j] & 0x0F) as i32 - 8;
+                let hi = (wb[2 + j] >> 4) as i32 - 8;
+                isum += lo * (qx[j] as i8) as i32 + hi * (qx[j + QK8_0 / 2] as i8) as i32;
+            }
+            (read_f16(wb) * read_f16(xb), isum)
+        });
+    accumulate4(blocks)
 }
 
 /// Σ over blocks of `d_w · d_x · Σ q8_w · q8_x`: one Q8_0 row against one Q8_0 row.
 pub fn vec_dot_q8_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mut sum = 0.0f32;
-    for (wb, xb) in w
+    let blocks = w
         .chunks_exact(DType::Q8_0.block_bytes())
         .zip(x.chunks_exact(DType::Q8_0.block_bytes()))
-    {
-        let isum: i32 = wb[2..]
-            .iter()
-            .zip(&xb[2..])
-            .map(|(&a, &b)| (a as i8) as i32 * (b as i8) as i32)
-            .sum();
-        sum += read_f16(wb) * read_f16(xb) * isum as f32;
-    }
-    sum
+        .map(|(wb, xb)| {
+            let isum: i32 = wb[2..]
+                .iter()
+                .zip(&xb[2..])
+                .map(|(&a, &b)| (a as i8) as i32 * (b as i8) as i32)
+                .sum();
+            (read_f16(wb) * read_f16(xb), isum)
+        });
+    accumulate4(blocks)
 }

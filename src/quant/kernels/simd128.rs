@@ -1,5 +1,6 @@
-//! wasm32 SIMD128 kernels. Each mirrors its twin in `scalar.rs`: same integer block sums, same
-//! block-ordered f32 accumulation, so results are bit-identical (tests check).
+//! wasm32 SIMD128 kernels. Each mirrors its twin in `scalar.rs`: the same exact integer block
+//! sums and the same four-accumulator f32 order (one accumulator per lane), so results are
+//! bit-identical (tests check).
 
 use core::arch::wasm32::*;
 
@@ -7,24 +8,16 @@ use crate::dtype::DType;
 use crate::quant::blocks::read_f16;
 use half::f16;
 
-const Q4_BYTES: usize = 18; // DType::Q4_0.block_bytes()
-const Q8_BYTES: usize = 34; // DType::Q8_0.block_bytes()
+pub(crate) const Q4_BYTES: usize = 18; // DType::Q4_0.block_bytes()
+pub(crate) const Q8_BYTES: usize = 34; // DType::Q8_0.block_bytes()
 const _: () =
     assert!(DType::Q4_0.block_bytes() == Q4_BYTES && DType::Q8_0.block_bytes() == Q8_BYTES);
 
 #[inline(always)]
-fn load16(b: &[u8]) -> v128 {
+pub(crate) fn load16(b: &[u8]) -> v128 {
     assert!(b.len() >= 16);
     // SAFETY: the assert above guarantees 16 readable bytes; v128_load allows unaligned reads.
     unsafe { v128_load(b.as_ptr() as *const v128) }
-}
-
-/// Σ of the four i32 lanes.
-#[inline(always)]
-fn hsum_i32(v: v128) -> i32 {
-    let s = i32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
-    let s = i32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
-    i32x4_extract_lane::<0>(s)
 }
 
 /// Σ a·b over 16 signed bytes, as four i32 partial sums (exact: |a·b| ≤ 128·128).
@@ -35,9 +28,72 @@ fn dot_i8x16(a: v128, b: v128) -> v128 {
     i32x4_add(lo, hi)
 }
 
+/// `[Σa, Σb, Σc, Σd]` from four vectors of partial sums (a 4×4 transpose-and-add).
+#[inline(always)]
+pub(crate) fn hsum4_i32(a: v128, b: v128, c: v128, d: v128) -> v128 {
+    let ab = i32x4_add(
+        i32x4_shuffle::<0, 4, 1, 5>(a, b),
+        i32x4_shuffle::<2, 6, 3, 7>(a, b),
+    );
+    let cd = i32x4_add(
+        i32x4_shuffle::<0, 4, 1, 5>(c, d),
+        i32x4_shuffle::<2, 6, 3, 7>(c, d),
+    );
+    i32x4_add(
+        i32x4_shuffle::<0, 1, 4, 5>(ab, cd),
+        i32x4_shuffle::<2, 3, 6, 7>(ab, cd),
+    )
+}
+
+/// Runs `block_isum` (the exact integer sum of one block, as four i32 partials) over whole
+/// blocks four at a time: lane `l` accumulates `(d_w · d_x) · isum` of blocks `4k + l`, exactly
+/// like `scalar::accumulate4`; a ragged tail goes into lanes 0.. in order.
+#[inline(always)]
+pub(crate) fn dot_blocks4(
+    w: &[u8],
+    x: &[u8],
+    wb_len: usize,
+    xb_len: usize,
+    block_isum: impl Fn(&[u8], &[u8]) -> v128,
+) -> f32 {
+    let n = (w.len() / wb_len).min(x.len() / xb_len);
+    let mut acc = f32x4_splat(0.0);
+    let mut b = 0;
+    while b + 4 <= n {
+        let (w4, x4) = (&w[b * wb_len..], &x[b * xb_len..]);
+        let isums = hsum4_i32(
+            block_isum(w4, x4),
+            block_isum(&w4[wb_len..], &x4[xb_len..]),
+            block_isum(&w4[2 * wb_len..], &x4[2 * xb_len..]),
+            block_isum(&w4[3 * wb_len..], &x4[3 * xb_len..]),
+        );
+        let scales = f32x4(
+            read_f16(w4) * read_f16(x4),
+            read_f16(&w4[wb_len..]) * read_f16(&x4[xb_len..]),
+            read_f16(&w4[2 * wb_len..]) * read_f16(&x4[2 * xb_len..]),
+            read_f16(&w4[3 * wb_len..]) * read_f16(&x4[3 * xb_len..]),
+        );
+        acc = f32x4_add(acc, f32x4_mul(scales, f32x4_convert_i32x4(isums)));
+        b += 4;
+    }
+    let mut lanes = [
+        f32x4_extract_lane::<0>(acc),
+        f32x4_extract_lane::<1>(acc),
+        f32x4_extract_lane::<2>(acc),
+        f32x4_extract_lane::<3>(acc),
+    ];
+    for (lane, b) in (b..n).enumerate() {
+        let (wb, xb) = (&w[b * wb_len..], &x[b * xb_len..]);
+        let v = block_isum(wb, xb);
+        let isum = i32x4_extract_lane::<0>(hsum4_i32(v, v, v, v));
+        lanes[lane] += read_f16(wb) * read_f16(xb) * isum as f32;
+    }
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+}
+
 /// The signed Q4_0 values of one block: elements 0..16 (low nibbles) and 16..32 (high), minus 8.
 #[inline(always)]
-pub(crate) fn unpack_q4_0(qs: v128) -> (v128, v128) {
+fn unpack_q4_0(qs: v128) -> (v128, v128) {
     let mask = u8x16_splat(0x0F);
     let eight = i8x16_splat(8);
     let lo = i8x16_sub(v128_and(qs, mask), eight);
@@ -46,28 +102,22 @@ pub(crate) fn unpack_q4_0(qs: v128) -> (v128, v128) {
 }
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mut sum = 0.0f32;
-    for (wb, xb) in w.chunks_exact(Q4_BYTES).zip(x.chunks_exact(Q8_BYTES)) {
+    dot_blocks4(w, x, Q4_BYTES, Q8_BYTES, |wb, xb| {
         let (lo, hi) = unpack_q4_0(load16(&wb[2..]));
-        let acc = i32x4_add(
+        i32x4_add(
             dot_i8x16(lo, load16(&xb[2..])),
             dot_i8x16(hi, load16(&xb[18..])),
-        );
-        sum += read_f16(wb) * read_f16(xb) * hsum_i32(acc) as f32;
-    }
-    sum
+        )
+    })
 }
 
 pub fn vec_dot_q8_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mut sum = 0.0f32;
-    for (wb, xb) in w.chunks_exact(Q8_BYTES).zip(x.chunks_exact(Q8_BYTES)) {
-        let acc = i32x4_add(
+    dot_blocks4(w, x, Q8_BYTES, Q8_BYTES, |wb, xb| {
+        i32x4_add(
             dot_i8x16(load16(&wb[2..]), load16(&xb[2..])),
             dot_i8x16(load16(&wb[18..]), load16(&xb[18..])),
-        );
-        sum += read_f16(wb) * read_f16(xb) * hsum_i32(acc) as f32;
-    }
-    sum
+        )
+    })
 }
 
 /// ggml's `quantize_row_q8_0_ref`, vectorised: `amax` is an exact max, `d = amax / 127` and

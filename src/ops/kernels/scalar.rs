@@ -1,0 +1,50 @@
+//! Scalar twins of the f32 kernels.
+
+use super::Arith;
+
+/// `y[i] += a * x[i]`.
+pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
+}
+
+/// Σ x[i]·y[i] in the shared four-accumulator order.
+pub fn dot(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let mut acc = [0.0f32; 4];
+    let body = n / 4 * 4;
+    for i in 0..body {
+        acc[i % 4] += x[i] * y[i];
+    }
+    for (lane, i) in (body..n).enumerate() {
+        acc[lane] += x[i] * y[i];
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+/// `out[i] = op(a[i], b[i])`.
+pub fn binary(op: Arith, a: &[f32], b: &[f32], out: &mut [f32]) {
+    for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
+        *o = op.apply(a, b);
+    }
+}
+
+/// `out[i] = op(a[i], b)` (the right operand broadcast along the row).
+pub fn binary_scalar_rhs(op: Arith, a: &[f32], b: f32, out: &mut [f32]) {
+    for (o, &a) in out.iter_mut().zip(a) {
+        *o = op.apply(a, b);
+    }
+}
+
+/// Largest element, NaN if any element is NaN, `-inf` for an empty slice.
+pub fn max(x: &[f32]) -> f32 {
+    let mut m = f32::NEG_INFINITY;
+    for &v in x {
+        if v.is_nan() {
+            return f32::NAN;
+        }
+        m = m.max(v);
+    }
+    m
+}
