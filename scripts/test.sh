@@ -28,5 +28,5 @@ step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromiu
 bash scripts/test-threads.sh
 
 step "build pkg/ and run the JavaScript tests"
-bash scripts/build.sh
+bash scripts/build.sh simd relaxed threads
 node --test tests/js/

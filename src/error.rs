@@ -106,6 +106,22 @@ pub enum Error {
     /// An argument that is neither a shape nor a dtype is invalid (e.g. an empty `concat` list).
     #[error("{op}: {reason}")]
     InvalidArgument { op: &'static str, reason: String },
+
+    /// A GGUF file is malformed or truncated; `offset` is the byte where reading failed.
+    #[error("invalid GGUF at byte {offset}: {reason}")]
+    InvalidGguf { offset: u64, reason: String },
+
+    /// A metadata key or tensor the model needs is missing or has the wrong type.
+    #[error("missing or mistyped GGUF entry {key:?}: {reason}")]
+    MissingMetadata { key: String, reason: String },
+
+    /// The file is a valid GGUF but describes a model this crate cannot run.
+    #[error("unsupported model: {reason}")]
+    UnsupportedModel { reason: String },
+
+    /// The sequence would exceed the context length the KV cache was sized for.
+    #[error("context full: {needed} tokens needed, the context holds {capacity}")]
+    ContextFull { needed: usize, capacity: usize },
 }
 
 impl Error {
@@ -126,6 +142,10 @@ impl Error {
             Error::SizeOverflow { .. } => "SizeOverflow",
             Error::AllocationFailed { .. } => "AllocationFailed",
             Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::InvalidGguf { .. } => "InvalidGguf",
+            Error::MissingMetadata { .. } => "MissingMetadata",
+            Error::UnsupportedModel { .. } => "UnsupportedModel",
+            Error::ContextFull { .. } => "ContextFull",
         }
     }
 

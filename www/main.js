@@ -1,5 +1,5 @@
-// The demo page: loads the wasm package and computes a few tensor ops visibly.
-import init, { Tensor, version } from "../pkg/kopitiam_wasm.js";
+// The demo page: loads the best wasm build for this browser and computes a few tensor ops visibly.
+import { loadKopitiam } from "../js/loader.js";
 
 const status = document.getElementById("status");
 const rows = document.getElementById("results");
@@ -15,7 +15,9 @@ function show(expr, value) {
 const fmt = (a) => "[" + Array.from(a, (v) => +v.toFixed(4)).join(", ") + "]";
 
 try {
-  await init();
+  const build = new URLSearchParams(location.search).get("build") ?? "auto";
+  const { module } = await loadKopitiam({ build });
+  const { Tensor, version, buildInfo } = module;
   const a = Tensor.fromFloat32Array(new Float32Array([1, 2, 3, 4, 5, 6]), [2, 3]);
   const b = Tensor.fromFloat32Array(new Float32Array([10, 20, 30]), [3]);
   show("a = [[1, 2, 3], [4, 5, 6]]", `shape ${JSON.stringify(a.shape)}, dtype ${a.dtype}`);
@@ -31,6 +33,8 @@ try {
     show("a.matmul(a)  // bad shapes", `${e.code}: ${e.message}`);
   }
   status.textContent = `ready — kopitiam-wasm ${version()}`;
+  status.dataset.build = buildInfo();
+  document.getElementById("build").textContent = buildInfo();
   status.dataset.state = "ok";
 
   document.getElementById("bench").onclick = () => {
@@ -49,3 +53,16 @@ try {
   status.dataset.state = "error";
   throw e;
 }
+
+// The threaded build runs only in a Worker of a crossOriginIsolated page: the loader picks it there.
+document.getElementById("worker").onclick = () => {
+  const out = document.getElementById("worker-out");
+  const worker = new Worker(new URL("./worker-demo.js", import.meta.url), { type: "module" });
+  worker.onmessage = ({ data }) => {
+    out.textContent = data.error ?? `build ${data.build} × ${data.threads} threads: ${data.ms.toFixed(1)} ms`;
+    out.dataset.build = data.build;
+    out.dataset.checksum = data.checksum;
+    worker.terminate();
+  };
+  worker.postMessage({});
+};

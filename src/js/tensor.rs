@@ -15,7 +15,8 @@ export interface KopitiamError extends Error {
   code: "ShapeMismatch" | "NotBroadcastable" | "DTypeMismatch" | "UnsupportedDType"
     | "QuantizedElementAccess" | "PartialQuantizedBlock" | "StorageTooSmall" | "LengthMismatch"
     | "AxisOutOfRange" | "NarrowOutOfRange" | "IndexOutOfRange" | "SizeOverflow"
-    | "AllocationFailed" | "InvalidArgument";
+    | "AllocationFailed" | "InvalidArgument" | "InvalidGguf" | "MissingMetadata"
+    | "UnsupportedModel" | "ContextFull";
 }
 /** The two states `Tensor.lstmCell` returns. */
 export interface LstmState { cell: Tensor; hidden: Tensor; }

@@ -1,0 +1,68 @@
+// Picks and loads the best kopitiam-wasm build for the environment it runs in:
+//   threads  — SIMD128 + Web Worker pool (wasm-bindgen-rayon); only inside a Worker of a
+//              crossOriginIsolated page (rayon blocks, which a page's main thread may not do)
+//   relaxed  — relaxed-SIMD dot products; where WebAssembly.validate accepts a relaxed op
+//   simd     — SIMD128, the default that runs everywhere
+// `build` overrides the choice; `threads` is the pool size ("auto" = hardwareConcurrency).
+
+/** A minimal module whose one function executes i32x4.relaxed_dot_i8x16_i7x16_add_s. */
+const RELAXED_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
+  0x03, 0x02, 0x01, 0x00, // one function of type 0
+  0x0a, 0x3d, 0x01, 0x3b, 0x00, // code: one body of 59 bytes, no locals
+  ...[0, 1, 2].flatMap(() => [0xfd, 0x0c, ...new Array(16).fill(0)]), // 3 × v128.const 0
+  0xfd, 0x93, 0x02, // i32x4.relaxed_dot_i8x16_i7x16_add_s
+  0x0b, // end
+]);
+
+export function relaxedSimdSupported() {
+  try {
+    return WebAssembly.validate(RELAXED_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+export function threadsSupported() {
+  const inWorker =
+    typeof WorkerGlobalScope !== "undefined" && globalThis instanceof WorkerGlobalScope;
+  return inWorker && globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === "function";
+}
+
+const BUILDS = {
+  simd: () => import("../pkg/kopitiam_wasm.js"),
+  relaxed: () => import("../pkg-relaxed/kopitiam_wasm.js"),
+  threads: () => import("../pkg-threads/kopitiam_wasm.js"),
+};
+
+/** The build `auto` resolves to here. */
+export function pickBuild() {
+  if (threadsSupported()) return "threads";
+  if (relaxedSimdSupported()) return "relaxed";
+  return "simd";
+}
+
+/**
+ * Loads and initialises a build. Resolves to `{ build, threads, module }` where `module` is the
+ * wasm-bindgen module (Tensor, buildInfo, …).
+ * @param {{ build?: "auto" | "simd" | "relaxed" | "threads", threads?: number | "auto", wasm?: any }} [options]
+ */
+export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = {}) {
+  const chosen = build === "auto" ? pickBuild() : build;
+  if (!(chosen in BUILDS)) throw Object.assign(new Error(`unknown build ${build}`), { code: "InvalidArgument" });
+  if (chosen === "threads" && !threadsSupported()) {
+    throw Object.assign(
+      new Error("the threads build needs a Worker in a crossOriginIsolated page (COOP/COEP)"),
+      { code: "UnsupportedEnvironment" },
+    );
+  }
+  const module = await BUILDS[chosen]();
+  await module.default(wasm === undefined ? undefined : { module_or_path: wasm });
+  let n = 1;
+  if (chosen === "threads") {
+    n = threads === "auto" ? Math.max(1, navigator.hardwareConcurrency || 1) : threads;
+    await module.initThreadPool(n);
+  }
+  return { build: chosen, threads: n, module };
+}
