@@ -29,6 +29,7 @@
 mod convert;
 pub mod dtype;
 pub mod error;
+pub mod gguf;
 pub mod ops;
 mod parallel;
 pub mod quant;
@@ -45,7 +46,7 @@ pub use error::{Error, Result};
 pub use ops::LstmState;
 pub use parallel::num_threads;
 pub use shape::Shape;
-pub use storage::Storage;
+pub use storage::{Bytes, Storage};
 pub use tensor::{Device, Tensor};
 
 #[cfg(all(test, target_arch = "wasm32"))]

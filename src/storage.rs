@@ -3,6 +3,66 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use half::{bf16, f16};
+use std::fmt;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+/// An immutable, cheaply cloned byte range of a shared buffer.
+///
+/// A model file is loaded into one allocation and every quantized weight is a `Bytes` view into
+/// it, so the weights are never copied (nor expanded) after loading.
+#[derive(Clone)]
+pub struct Bytes {
+    buf: Arc<Vec<u8>>,
+    start: usize,
+    len: usize,
+}
+
+impl Bytes {
+    /// A view of `range` inside `buf`, or `None` when the range is out of bounds.
+    pub fn slice_of(buf: &Arc<Vec<u8>>, range: Range<usize>) -> Option<Bytes> {
+        (range.start <= range.end && range.end <= buf.len()).then(|| Bytes {
+            buf: buf.clone(),
+            start: range.start,
+            len: range.end - range.start,
+        })
+    }
+
+    /// Whether both views share one underlying buffer.
+    pub fn shares_buffer_with(&self, other: &Bytes) -> bool {
+        Arc::ptr_eq(&self.buf, &other.buf)
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(v: Vec<u8>) -> Self {
+        let len = v.len();
+        Bytes {
+            buf: Arc::new(v),
+            start: 0,
+            len,
+        }
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bytes({} bytes)", self.len)
+    }
+}
 
 /// Element data of one or more tensors. Views hold an `Arc<Storage>` plus offset and strides,
 /// so a view never copies these bytes.
@@ -14,10 +74,10 @@ pub enum Storage {
     I8(Vec<i8>),
     I32(Vec<i32>),
     /// Raw ggml blocks (`dtype.block_bytes()` bytes per `dtype.block_elems()` elements), exactly
-    /// as they sit in a GGUF file.
+    /// as they sit in a GGUF file; usually a view into the loaded file.
     Quantized {
         dtype: DType,
-        bytes: Vec<u8>,
+        bytes: Bytes,
     },
 }
 
@@ -32,7 +92,10 @@ impl Storage {
         }
         let needed = dtype.storage_bytes(numel)?;
         check_len(&crate::Shape::from(numel), dtype, needed, bytes.len())?;
-        Ok(Storage::Quantized { dtype, bytes })
+        Ok(Storage::Quantized {
+            dtype,
+            bytes: bytes.into(),
+        })
     }
 
     pub fn dtype(&self) -> DType {

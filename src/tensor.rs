@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
-use crate::storage::{check_len, try_vec, Element, Storage};
+use crate::storage::{check_len, try_vec, Bytes, Element, Storage};
 use crate::strided;
 use half::{bf16, f16};
 use std::fmt;
@@ -86,6 +86,12 @@ impl Tensor {
     /// and `bytes` must be exactly the size the dtype table gives ([`Error::StorageTooSmall`]
     /// when short, [`Error::LengthMismatch`] when long).
     pub fn from_quantized(dtype: DType, bytes: Vec<u8>, shape: impl Into<Shape>) -> Result<Self> {
+        Self::from_quantized_bytes(dtype, bytes.into(), shape)
+    }
+
+    /// [`Tensor::from_quantized`] over a shared byte view (e.g. a weight inside a loaded GGUF
+    /// file): no copy is made.
+    pub fn from_quantized_bytes(dtype: DType, bytes: Bytes, shape: impl Into<Shape>) -> Result<Self> {
         let shape = shape.into();
         if !dtype.is_quantized() {
             return Err(Error::UnsupportedDType {
@@ -364,7 +370,8 @@ impl Tensor {
             Storage::BF16(v) => Storage::BF16(self.gather(v)?),
             Storage::I8(v) => Storage::I8(self.gather(v)?),
             Storage::I32(v) => Storage::I32(self.gather(v)?),
-            // Quantized views are always canonical with offset 0: copy the blocks whole.
+            // Quantized views are always canonical with offset 0, and the blocks are immutable:
+            // the copy shares them.
             Storage::Quantized { dtype, bytes } => Storage::Quantized {
                 dtype: *dtype,
                 bytes: bytes.clone(),
