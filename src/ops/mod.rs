@@ -16,3 +16,5 @@ mod reduce;
 mod unary;
 
 pub use nn::LstmState;
+pub use norm::rms_norm_row;
+pub use unary::gelu_tanh;

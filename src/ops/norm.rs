@@ -77,18 +77,12 @@ impl Tensor {
         p.to_vec_f32()
     }
 
-    /// RMSNorm: `x / sqrt(mean(x^2) + eps) * weight` over the last dimension (sum in f64).
-    /// `weight` must have exactly `hidden` elements.
+    /// RMSNorm over the last dimension: `x * (1 / sqrt(mean(x²) + eps)) * weight`, computed as
+    /// ggml does (see [`rms_norm_row`]). `weight` must have exactly `hidden` elements.
     pub fn rms_norm(&self, weight: &Tensor, eps: f32) -> Result<Tensor> {
         self.require_dtype("rms_norm", crate::DType::F32)?;
         let w = self.norm_param("rms_norm", weight, "weight")?;
-        self.last_dim_op("rms_norm", |x, y| {
-            let ms = x.iter().map(|&v| v as f64 * v as f64).sum::<f64>() / x.len() as f64;
-            let scale = (1.0 / (ms + eps as f64).sqrt()) as f32;
-            for ((y, &v), &w) in y.iter_mut().zip(x).zip(&w) {
-                *y = v * scale * w;
-            }
-        })
+        self.last_dim_op("rms_norm", |x, y| rms_norm_row(x, &w, eps, y))
     }
 
     /// LayerNorm: `(x - mean) / sqrt(var + eps) * weight + bias` over the last dimension, with
@@ -106,5 +100,17 @@ impl Tensor {
                 *y = ((x[i] as f64 - mean) * inv) as f32 * w[i] + b[i];
             }
         })
+    }
+}
+
+/// One RMSNorm row, with ggml's numerics: squares in f32 summed in f64, `mean` rounded to f32,
+/// `scale = 1 / sqrtf(mean + eps)`, `y = (x · scale) · w`. The model's forward pass calls this
+/// directly on its scratch buffers.
+pub fn rms_norm_row(x: &[f32], w: &[f32], eps: f32, y: &mut [f32]) {
+    let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
+    let mean = (sum / x.len().max(1) as f64) as f32;
+    let scale = 1.0 / (mean + eps).sqrt();
+    for ((y, &v), &w) in y.iter_mut().zip(x).zip(w) {
+        *y = (v * scale) * w;
     }
 }

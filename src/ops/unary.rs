@@ -66,9 +66,7 @@ impl Tensor {
     /// GELU, tanh form: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` — what Gemma and the
     /// GPT-2 lineage use; within 1e-3 of the erf form everywhere.
     pub fn gelu(&self) -> Result<Tensor> {
-        self.unary_op("gelu", |x| {
-            0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh())
-        })
+        self.unary_op("gelu", gelu_tanh)
     }
 
     /// `tanh(x)`, in (-1, 1).
@@ -85,4 +83,10 @@ impl Tensor {
     pub fn logistic(&self) -> Result<Tensor> {
         self.sigmoid()
     }
+}
+
+/// GELU, tanh form, on one value (shared by [`Tensor::gelu`] and the model's FFN).
+#[inline]
+pub fn gelu_tanh(x: f32) -> f32 {
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh())
 }

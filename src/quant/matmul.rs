@@ -53,36 +53,71 @@ impl Tensor {
         }
         let rows = self.elem_count() / k.max(1);
         let x = self.to_vec_f32()?;
-        let row_bytes = fused.act.storage_bytes(k)?;
-        let mut xq = try_vec(rows * row_bytes, 0u8)?;
-        for (xr, qr) in x
-            .chunks_exact(k.max(1))
-            .zip(xq.chunks_exact_mut(row_bytes.max(1)))
-        {
-            (fused.quantize_act)(xr, qr);
-        }
-        let w = weight.quantized_bytes()?;
-        let w_row = weight.dtype().storage_bytes(n_in)?;
         let mut out = try_vec(rows * n_out, 0.0f32)?;
-        // Split the flat [rows, out] result into chunks: whole rows when there are enough of
-        // them, otherwise column ranges (a single-row matvec must still use every thread). Each
-        // element is one dot computed by one thread, so the bytes never depend on the split.
-        let threads = parallel::num_threads();
-        let chunk = if threads == 1 || rows >= 4 * threads {
-            n_out
-        } else {
-            (rows * n_out).div_ceil(4 * threads).max(64)
-        };
-        parallel::for_each_chunk_mut(&mut out, chunk, |c, out_chunk| {
-            for (i, y) in out_chunk.iter_mut().enumerate() {
-                let flat = c * chunk + i;
-                let (r, o) = (flat / n_out, flat % n_out);
-                let xr = &xq[r * row_bytes..(r + 1) * row_bytes];
-                *y = (fused.dot)(&w[o * w_row..(o + 1) * w_row], xr);
-            }
-        });
+        matmul_into(&x, weight, &mut Vec::new(), &mut out)?;
         let mut dims = self.dims().to_vec();
         *dims.last_mut().unwrap_or(&mut 0) = n_out;
         Ok(Tensor::new_f32(out, Shape::from(dims)))
     }
+}
+
+/// `out[r, o] = Σ x[r, :] · weight[o, :]` for a quantized `weight` `[out, in]` and contiguous f32
+/// rows `x` (`rows × in`), writing into `out` (`rows × out`). `xq` is scratch for the quantized
+/// activations and is reused across calls, so a decode loop allocates nothing per token.
+///
+/// The result is split over threads by rows when there are enough of them, otherwise by column
+/// ranges (a single-row matvec must still use every thread); each element is one dot computed by
+/// one thread, so the bytes never depend on the split.
+pub fn matmul_into(x: &[f32], weight: &Tensor, xq: &mut Vec<u8>, out: &mut [f32]) -> Result<()> {
+    const OP: &str = "quantized_matmul";
+    let fused =
+        quant_type(weight.dtype())
+            .and_then(|t| t.fused)
+            .ok_or(Error::UnsupportedDType {
+                op: OP,
+                dtype: weight.dtype(),
+            })?;
+    let (n_out, n_in) = match weight.dims() {
+        [o, i] => (*o, *i),
+        _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
+    };
+    let rows = if n_in == 0 { 0 } else { x.len() / n_in };
+    if rows * n_in != x.len() || out.len() != rows * n_out || n_in % fused.act.block_elems() != 0 {
+        return Err(Error::shape(
+            OP,
+            format!("x [rows, {n_in}] and out [rows, {n_out}]"),
+            format!("{} inputs and {} outputs", x.len(), out.len()),
+        ));
+    }
+    let row_bytes = fused.act.storage_bytes(n_in)?;
+    let need = rows * row_bytes;
+    if xq.len() < need {
+        xq.try_reserve_exact(need - xq.len())
+            .map_err(|_| Error::AllocationFailed { bytes: need })?;
+        xq.resize(need, 0);
+    }
+    for (xr, qr) in x
+        .chunks_exact(n_in.max(1))
+        .zip(xq.chunks_exact_mut(row_bytes.max(1)))
+    {
+        (fused.quantize_act)(xr, qr);
+    }
+    let xq = &xq[..need];
+    let w = weight.quantized_bytes()?;
+    let w_row = weight.dtype().storage_bytes(n_in)?;
+    let threads = parallel::num_threads();
+    let chunk = if threads == 1 || rows >= 4 * threads {
+        n_out
+    } else {
+        (rows * n_out).div_ceil(4 * threads).max(64)
+    };
+    parallel::for_each_chunk_mut(out, chunk, |c, out_chunk| {
+        for (i, y) in out_chunk.iter_mut().enumerate() {
+            let flat = c * chunk + i;
+            let (r, o) = (flat / n_out, flat % n_out);
+            let xr = &xq[r * row_bytes..(r + 1) * row_bytes];
+            *y = (fused.dot)(&w[o * w_row..(o + 1) * w_row], xr);
+        }
+    });
+    Ok(())
 }

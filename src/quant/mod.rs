@@ -19,6 +19,7 @@ pub mod kernels;
 mod kquants;
 mod legacy;
 mod matmul;
+pub use matmul::matmul_into;
 mod quantize;
 mod traits;
 
