@@ -30,6 +30,7 @@ mod convert;
 pub mod dtype;
 pub mod error;
 pub mod gguf;
+pub mod model;
 pub mod ops;
 mod parallel;
 pub mod quant;

@@ -91,7 +91,11 @@ impl Tensor {
 
     /// [`Tensor::from_quantized`] over a shared byte view (e.g. a weight inside a loaded GGUF
     /// file): no copy is made.
-    pub fn from_quantized_bytes(dtype: DType, bytes: Bytes, shape: impl Into<Shape>) -> Result<Self> {
+    pub fn from_quantized_bytes(
+        dtype: DType,
+        bytes: Bytes,
+        shape: impl Into<Shape>,
+    ) -> Result<Self> {
         let shape = shape.into();
         if !dtype.is_quantized() {
             return Err(Error::UnsupportedDType {

@@ -1,0 +1,157 @@
+//! Hyper-parameters of a decoder-only transformer, read from GGUF metadata.
+//!
+//! Everything architecture-specific that is a *number or a switch* lives here, so the forward
+//! pass in `transformer.rs` stays one plain loop for every supported architecture.
+
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+
+/// The architectures this crate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// Gemma 3: scaled embeddings, q/k norms, post-attention/post-FFN norms, GELU-tanh gated FFN,
+    /// sliding-window layers with their own RoPE base, tied LM head.
+    Gemma3,
+    /// The llama family: plain pre-norm blocks, SiLU gated FFN, one RoPE base, untied output.
+    Llama,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    GeluTanh,
+    Silu,
+}
+
+/// How RoPE pairs dimensions: NEOX rotates `(i, i + d/2)`, the original (GPT-J) style `(2i, 2i+1)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    Neox,
+    Normal,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub arch: Arch,
+    pub n_vocab: usize,
+    pub n_embd: usize,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    pub n_ff: usize,
+    pub rms_eps: f32,
+    /// RoPE base of global (full-attention) layers.
+    pub rope_base: f32,
+    /// RoPE base of sliding-window layers.
+    pub rope_base_swa: f32,
+    pub rope_style: RopeStyle,
+    /// Window of the sliding layers in positions, self included (`None`: every layer is global).
+    pub sliding_window: Option<usize>,
+    /// Layer `il` is global iff `il % swa_period == swa_period - 1` (Gemma 3: 6).
+    pub swa_period: usize,
+    /// Token embeddings are multiplied by this (Gemma: `sqrt(n_embd)`).
+    pub embed_scale: Option<f32>,
+    /// Queries are multiplied by this before `q·k` (`1/sqrt(head_dim)`).
+    pub attn_scale: f32,
+    pub qk_norm: bool,
+    pub post_norms: bool,
+    pub activation: Activation,
+    /// The context length the model was trained with (an upper bound for the KV cache).
+    pub context_length: usize,
+}
+
+impl Config {
+    pub fn from_gguf(g: &GgufFile) -> Result<Config> {
+        let arch_name = g.architecture()?.to_string();
+        let arch = match arch_name.as_str() {
+            "gemma3" => Arch::Gemma3,
+            "llama" => Arch::Llama,
+            other => {
+                return Err(Error::UnsupportedModel {
+                    reason: format!("architecture {other:?} (supported: gemma3, llama)"),
+                })
+            }
+        };
+        let key = |k: &str| format!("{arch_name}.{k}");
+        let u = |k: &str| g.get_u32(&key(k)).map(|v| v as usize);
+        let n_embd = u("embedding_length")?;
+        let n_head = u("attention.head_count")?;
+        let head_dim = match u("attention.key_length") {
+            Ok(d) => d,
+            Err(_) if n_head > 0 => n_embd / n_head,
+            Err(e) => return Err(e),
+        };
+        let n_vocab = g.get_str_array("tokenizer.ggml.tokens")?.len();
+        let rope_base = g.get_f32(&key("rope.freq_base")).unwrap_or(10_000.0);
+        let sliding_window = match arch {
+            Arch::Gemma3 => u("attention.sliding_window").ok().filter(|&w| w > 0),
+            Arch::Llama => None,
+        };
+        let cfg = Config {
+            arch,
+            n_vocab,
+            n_embd,
+            n_layer: u("block_count")?,
+            n_head,
+            n_head_kv: u("attention.head_count_kv").unwrap_or(n_head),
+            head_dim,
+            n_ff: u("feed_forward_length")?,
+            rms_eps: g.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
+            rope_base,
+            rope_base_swa: if arch == Arch::Gemma3 {
+                10_000.0
+            } else {
+                rope_base
+            },
+            rope_style: if arch == Arch::Gemma3 {
+                RopeStyle::Neox
+            } else {
+                RopeStyle::Normal
+            },
+            sliding_window,
+            swa_period: 6,
+            embed_scale: (arch == Arch::Gemma3).then(|| (n_embd as f32).sqrt()),
+            attn_scale: 1.0 / (head_dim as f32).sqrt(),
+            qk_norm: arch == Arch::Gemma3,
+            post_norms: arch == Arch::Gemma3,
+            activation: if arch == Arch::Gemma3 {
+                Activation::GeluTanh
+            } else {
+                Activation::Silu
+            },
+            context_length: u("context_length").unwrap_or(2048),
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Err(Error::UnsupportedModel { reason });
+        if self.n_embd == 0 || self.n_layer == 0 || self.n_head == 0 || self.head_dim == 0 {
+            return bad(format!("degenerate dimensions {self:?}"));
+        }
+        if self.n_head_kv == 0 || self.n_head % self.n_head_kv != 0 {
+            return bad(format!(
+                "{} query heads cannot share {} KV heads",
+                self.n_head, self.n_head_kv
+            ));
+        }
+        if self.head_dim % 2 != 0 {
+            return bad(format!("odd head size {} cannot be rotated", self.head_dim));
+        }
+        Ok(())
+    }
+
+    /// Whether layer `il` attends through the sliding window.
+    pub fn is_sliding(&self, il: usize) -> bool {
+        self.sliding_window.is_some() && il % self.swa_period != self.swa_period - 1
+    }
+
+    pub fn q_dim(&self) -> usize {
+        self.n_head * self.head_dim
+    }
+
+    pub fn kv_dim(&self) -> usize {
+        self.n_head_kv * self.head_dim
+    }
+}

@@ -1,0 +1,68 @@
+//! The key/value cache: one `[context, kv_dim]` buffer per layer for keys and one for values,
+//! sized once from the context length asked for.
+//!
+//! Values are rounded through f16 on the way in, as llama.cpp's default f16 cache does, so our
+//! attention sees the same numbers; they are kept as f32 so the dot products need no conversion.
+
+use crate::error::{Error, Result};
+use crate::storage::try_vec;
+use half::f16;
+
+pub struct KvCache {
+    capacity: usize,
+    kv_dim: usize,
+    k: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
+}
+
+impl KvCache {
+    pub fn new(n_layer: usize, capacity: usize, kv_dim: usize) -> Result<KvCache> {
+        let n = capacity
+            .checked_mul(kv_dim)
+            .ok_or(Error::SizeOverflow { what: "KV cache" })?;
+        let mut k = Vec::with_capacity(n_layer);
+        let mut v = Vec::with_capacity(n_layer);
+        for _ in 0..n_layer {
+            k.push(try_vec(n, 0.0f32)?);
+            v.push(try_vec(n, 0.0f32)?);
+        }
+        Ok(KvCache {
+            capacity,
+            kv_dim,
+            k,
+            v,
+        })
+    }
+
+    /// Positions the cache can hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes held by the cache.
+    pub fn byte_size(&self) -> usize {
+        2 * self.k.len() * self.capacity * self.kv_dim * std::mem::size_of::<f32>()
+    }
+
+    /// Stores rows `k`, `v` (`n × kv_dim` each) at positions `pos..pos + n` of layer `il`.
+    pub fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) {
+        let start = pos * self.kv_dim;
+        for (dst, src) in [(&mut self.k[il], k), (&mut self.v[il], v)] {
+            for (d, &s) in dst[start..start + src.len()].iter_mut().zip(src) {
+                *d = f16::from_f32(s).to_f32();
+            }
+        }
+    }
+
+    /// Key row of position `p` in layer `il`.
+    #[inline]
+    pub fn key(&self, il: usize, p: usize) -> &[f32] {
+        &self.k[il][p * self.kv_dim..(p + 1) * self.kv_dim]
+    }
+
+    /// Value row of position `p` in layer `il`.
+    #[inline]
+    pub fn value(&self, il: usize, p: usize) -> &[f32] {
+        &self.v[il][p * self.kv_dim..(p + 1) * self.kv_dim]
+    }
+}

@@ -1,0 +1,159 @@
+//! Running a quantized LLM: architecture config, weights, KV cache, the forward pass, tokenizer,
+//! sampler and chat format.
+//!
+//! [`Model::load`] takes the bytes of a GGUF file by value and keeps them as the one buffer the
+//! quantized weights point into; a [`Session`] holds one conversation's KV cache and scratch.
+
+pub mod chat;
+pub mod config;
+pub mod kv_cache;
+pub mod sampler;
+pub mod tokenizer;
+pub mod transformer;
+pub mod weights;
+
+use std::sync::Arc;
+
+pub use config::{Arch, Config};
+pub use transformer::Logits;
+
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+use kv_cache::KvCache;
+use tokenizer::{Tokenizer, TokenizerConfig};
+use transformer::Scratch;
+use weights::Weights;
+
+/// A loaded model: config, weights (views into the file buffer) and tokenizer.
+pub struct Model {
+    pub config: Config,
+    pub weights: Weights,
+    pub tokenizer: Tokenizer,
+    pub gguf: GgufFile,
+    file: Arc<Vec<u8>>,
+}
+
+impl Model {
+    /// Parses and loads a GGUF file. The bytes are kept (not copied) as the storage of every
+    /// quantized weight.
+    pub fn load(bytes: Vec<u8>) -> Result<Model> {
+        let file = Arc::new(bytes);
+        let gguf = GgufFile::parse(&file)?;
+        let config = Config::from_gguf(&gguf)?;
+        let weights = Weights::load(&config, &gguf, &file)?;
+        let tokenizer = tokenizer_from_gguf(&gguf)?;
+        if tokenizer.vocab_size() != config.n_vocab {
+            return Err(Error::UnsupportedModel {
+                reason: format!(
+                    "{} tokens in the vocabulary but {} embedding rows",
+                    tokenizer.vocab_size(),
+                    config.n_vocab
+                ),
+            });
+        }
+        Ok(Model {
+            config,
+            weights,
+            tokenizer,
+            gguf,
+            file,
+        })
+    }
+
+    /// Size of the file buffer the weights live in.
+    pub fn file_size(&self) -> usize {
+        self.file.len()
+    }
+
+    /// Total number of weights (elements of every tensor in the file).
+    pub fn parameter_count(&self) -> u64 {
+        self.gguf
+            .tensors
+            .iter()
+            .map(|t| t.dims.iter().product::<usize>() as u64)
+            .sum()
+    }
+
+    /// A session with a KV cache for `context` positions (at most the trained context length).
+    pub fn session(&self, context: usize) -> Result<Session> {
+        let context = context.clamp(1, self.config.context_length.max(1));
+        Ok(Session {
+            cache: KvCache::new(self.config.n_layer, context, self.config.kv_dim())?,
+            scratch: Scratch::default(),
+            tokens: Vec::new(),
+        })
+    }
+}
+
+/// One sequence being evaluated: its KV cache, scratch buffers and the tokens seen so far.
+pub struct Session {
+    cache: KvCache,
+    scratch: Scratch,
+    tokens: Vec<u32>,
+}
+
+impl Session {
+    /// Evaluates `tokens` after the ones already in the cache (batched: a whole prompt is one
+    /// call) and returns the logits asked for (`[1, vocab]` for [`Logits::Last`]).
+    pub fn eval(&mut self, model: &Model, tokens: &[u32], which: Logits) -> Result<&[f32]> {
+        let pos0 = self.tokens.len();
+        let logits = transformer::forward(
+            &model.config,
+            &model.weights,
+            &mut self.cache,
+            &mut self.scratch,
+            tokens,
+            pos0,
+            which,
+        )?;
+        self.tokens.extend_from_slice(tokens);
+        Ok(logits)
+    }
+
+    /// Tokens evaluated so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Positions the cache holds.
+    pub fn capacity(&self) -> usize {
+        self.cache.capacity()
+    }
+
+    /// Forgets the sequence (the cache is overwritten from position 0).
+    pub fn reset(&mut self) {
+        self.tokens.clear();
+    }
+}
+
+/// The SPM tokenizer described by a GGUF file's `tokenizer.ggml.*` keys.
+pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
+    let model = g.get_str("tokenizer.ggml.model")?;
+    if model != "llama" {
+        return Err(Error::UnsupportedModel {
+            reason: format!("tokenizer {model:?} (supported: llama/SentencePiece)"),
+        });
+    }
+    let tokens = g.get_str_array("tokenizer.ggml.tokens")?.to_vec();
+    let scores = match g.get_f32_array("tokenizer.ggml.scores") {
+        Ok(s) => s.to_vec(),
+        Err(_) => vec![0.0; tokens.len()],
+    };
+    let types = match g.get_i32_array("tokenizer.ggml.token_type") {
+        Ok(t) => t.to_vec(),
+        Err(_) => vec![1; tokens.len()],
+    };
+    let id = |k: &str| g.get_u32(k).ok();
+    let flag = |k: &str, default: bool| g.get_bool(k).unwrap_or(default);
+    let config = TokenizerConfig {
+        bos: id("tokenizer.ggml.bos_token_id"),
+        eos: id("tokenizer.ggml.eos_token_id"),
+        eot: id("tokenizer.ggml.eot_token_id"),
+        unk: id("tokenizer.ggml.unknown_token_id"),
+        pad: id("tokenizer.ggml.padding_token_id"),
+        add_bos: flag("tokenizer.ggml.add_bos_token", true),
+        add_eos: flag("tokenizer.ggml.add_eos_token", false),
+        add_space_prefix: flag("tokenizer.ggml.add_space_prefix", true),
+    };
+    Tokenizer::new(tokens, scores, types, config)
+}

@@ -1,0 +1,331 @@
+//! The forward pass of a decoder-only transformer, in the plain style of llama2.c: one function,
+//! explicit loops over rows, heads and positions, shapes in the comments, every buffer
+//! preallocated in `Scratch` so a decode step allocates nothing.
+
+use super::config::{Activation, Config, RopeStyle};
+use super::kv_cache::KvCache;
+use super::weights::Weights;
+use crate::error::{Error, Result};
+use crate::ops::kernels::{axpy, dot};
+use crate::ops::{gelu_tanh, rms_norm_row};
+use half::f16;
+
+/// Working buffers for up to `rows` tokens at once; they grow (once) for a longer prompt.
+#[derive(Default)]
+pub struct Scratch {
+    rows: usize,
+    x: Vec<f32>,      // [rows, n_embd]  residual stream
+    xb: Vec<f32>,     // [rows, n_embd]  normed input of a sub-block
+    q: Vec<f32>,      // [rows, q_dim]
+    k: Vec<f32>,      // [rows, kv_dim]
+    v: Vec<f32>,      // [rows, kv_dim]
+    att: Vec<f32>,    // [rows, q_dim]   attention output before the projection
+    proj: Vec<f32>,   // [rows, n_embd]  output of wo / w_down
+    gate: Vec<f32>,   // [rows, n_ff]
+    up: Vec<f32>,     // [rows, n_ff]
+    head: Vec<f32>,   // [head_dim]      one head, for in-place norms
+    scores: Vec<f32>, // [context]
+    xq: Vec<u8>,      // quantized activations
+    logits: Vec<f32>, // [rows or 1, n_vocab]
+}
+
+fn grow(v: &mut Vec<f32>, n: usize) -> Result<()> {
+    if v.len() < n {
+        v.try_reserve_exact(n - v.len())
+            .map_err(|_| Error::AllocationFailed { bytes: n * 4 })?;
+        v.resize(n, 0.0);
+    }
+    Ok(())
+}
+
+impl Scratch {
+    fn ensure(
+        &mut self,
+        cfg: &Config,
+        rows: usize,
+        logit_rows: usize,
+        context: usize,
+    ) -> Result<()> {
+        if rows > self.rows {
+            let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
+            for (v, w) in [
+                (&mut self.x, d),
+                (&mut self.xb, d),
+                (&mut self.q, qd),
+                (&mut self.k, kvd),
+                (&mut self.v, kvd),
+                (&mut self.att, qd),
+                (&mut self.proj, d),
+                (&mut self.gate, ff),
+                (&mut self.up, ff),
+            ] {
+                grow(v, rows * w)?;
+            }
+            self.rows = rows;
+        }
+        grow(&mut self.head, cfg.head_dim)?;
+        grow(&mut self.scores, context)?;
+        grow(&mut self.logits, logit_rows * cfg.n_vocab)?;
+        Ok(())
+    }
+}
+
+/// Rotates one head in place for position `pos`. θ_i is built by repeated f32 multiplication
+/// (`θ_0 = pos`, `θ_{i+1} = θ_i · base^(-2/d)`), exactly as ggml builds its cache.
+fn rope(x: &mut [f32], pos: usize, base: f32, style: RopeStyle) {
+    let d = x.len();
+    let theta_scale = base.powf(-2.0 / d as f32);
+    let mut theta = pos as f32;
+    for i in 0..d / 2 {
+        let (s, c) = theta.sin_cos();
+        let (a, b) = match style {
+            RopeStyle::Neox => (i, i + d / 2),
+            RopeStyle::Normal => (2 * i, 2 * i + 1),
+        };
+        let (x0, x1) = (x[a], x[b]);
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+        theta *= theta_scale;
+    }
+}
+
+/// Which positions get logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    /// Only the last token (what generation needs; skips the LM head for the rest).
+    Last,
+    /// Every token of the batch (`[n, n_vocab]`, for evaluation).
+    All,
+}
+
+/// Runs `tokens` at positions `pos0..pos0 + n` through the model, appending their keys and
+/// values to `cache`, and returns the requested logits (a slice of `scratch`).
+pub fn forward<'s>(
+    cfg: &Config,
+    w: &Weights,
+    cache: &mut KvCache,
+    s: &'s mut Scratch,
+    tokens: &[u32],
+    pos0: usize,
+    which: Logits,
+) -> Result<&'s [f32]> {
+    let n = tokens.len();
+    let end = pos0
+        .checked_add(n)
+        .ok_or(Error::SizeOverflow { what: "position" })?;
+    if end > cache.capacity() {
+        return Err(Error::ContextFull {
+            needed: end,
+            capacity: cache.capacity(),
+        });
+    }
+    if n == 0 {
+        return Err(Error::InvalidArgument {
+            op: "forward",
+            reason: "no tokens to evaluate".into(),
+        });
+    }
+    let logit_rows = if which == Logits::All { n } else { 1 };
+    s.ensure(cfg, n, logit_rows, cache.capacity())?;
+    let (d, hd, qd, kvd, ff) = (
+        cfg.n_embd,
+        cfg.head_dim,
+        cfg.q_dim(),
+        cfg.kv_dim(),
+        cfg.n_ff,
+    );
+    let group = cfg.n_head / cfg.n_head_kv;
+    let eps = cfg.rms_eps;
+
+    // x[i] = embedding(token_i) · embed_scale                                   [n, d]
+    for (i, &t) in tokens.iter().enumerate() {
+        if t as usize >= cfg.n_vocab {
+            return Err(Error::IndexOutOfRange {
+                op: "forward",
+                index: t as i64,
+                size: cfg.n_vocab,
+            });
+        }
+        let row = &mut s.x[i * d..(i + 1) * d];
+        w.token_embd.row(t as usize, row)?;
+        if let Some(scale) = cfg.embed_scale {
+            row.iter_mut().for_each(|v| *v *= scale);
+        }
+    }
+
+    for (il, lw) in w.layers.iter().enumerate() {
+        // ---- attention -----------------------------------------------------------------
+        for i in 0..n {
+            rms_norm_row(
+                &s.x[i * d..(i + 1) * d],
+                &lw.attn_norm,
+                eps,
+                &mut s.xb[i * d..(i + 1) * d],
+            );
+        }
+        lw.wq
+            .forward(&s.xb[..n * d], &mut s.q[..n * qd], &mut s.xq)?; // [n, n_head·hd]
+        lw.wk
+            .forward(&s.xb[..n * d], &mut s.k[..n * kvd], &mut s.xq)?; // [n, n_kv·hd]
+        lw.wv
+            .forward(&s.xb[..n * d], &mut s.v[..n * kvd], &mut s.xq)?; // [n, n_kv·hd]
+
+        let sliding = cfg.is_sliding(il);
+        let base = if sliding {
+            cfg.rope_base_swa
+        } else {
+            cfg.rope_base
+        };
+        for i in 0..n {
+            let pos = pos0 + i;
+            for (heads, norm) in [
+                (&mut s.q[i * qd..(i + 1) * qd], &lw.q_norm),
+                (&mut s.k[i * kvd..(i + 1) * kvd], &lw.k_norm),
+            ] {
+                for h in heads.chunks_exact_mut(hd) {
+                    if let Some(nw) = norm {
+                        s.head[..hd].copy_from_slice(h);
+                        rms_norm_row(&s.head[..hd], nw, eps, h);
+                    }
+                    rope(h, pos, base, cfg.rope_style);
+                }
+            }
+            // Scale Q (kept in f32: rounding it through f16 as one llama.cpp path does measured
+            // further from llama.cpp's logits on the fixture, not closer).
+            for v in &mut s.q[i * qd..(i + 1) * qd] {
+                *v *= cfg.attn_scale;
+            }
+        }
+        cache.store(il, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
+
+        // att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j over visible positions j       [n, q_dim]
+        for i in 0..n {
+            let pos = pos0 + i;
+            let lo = match (sliding, cfg.sliding_window) {
+                (true, Some(win)) => (pos + 1).saturating_sub(win),
+                _ => 0,
+            };
+            for h in 0..cfg.n_head {
+                let kvh = h / group;
+                let q = &s.q[i * qd + h * hd..i * qd + (h + 1) * hd];
+                let scores = &mut s.scores[..pos + 1 - lo];
+                for (j, sc) in scores.iter_mut().enumerate() {
+                    *sc = dot(q, &cache.key(il, lo + j)[kvh * hd..(kvh + 1) * hd]);
+                }
+                let max = scores.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+                let mut sum = 0.0f64;
+                for sc in scores.iter_mut() {
+                    *sc = (*sc - max).exp();
+                    sum += *sc as f64;
+                }
+                let inv = (1.0 / sum) as f32;
+                let out = &mut s.att[i * qd + h * hd..i * qd + (h + 1) * hd];
+                out.fill(0.0);
+                for (j, &p) in scores.iter().enumerate() {
+                    axpy(
+                        p * inv,
+                        &cache.value(il, lo + j)[kvh * hd..(kvh + 1) * hd],
+                        out,
+                    );
+                }
+            }
+        }
+        lw.wo
+            .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.xq)?; // [n, d]
+        add_branch(
+            &mut s.x[..n * d],
+            &mut s.proj[..n * d],
+            &mut s.xb[..n * d],
+            lw.post_attn_norm.as_deref(),
+            d,
+            eps,
+        );
+
+        // ---- feed-forward --------------------------------------------------------------
+        for i in 0..n {
+            rms_norm_row(
+                &s.x[i * d..(i + 1) * d],
+                &lw.ffn_norm,
+                eps,
+                &mut s.xb[i * d..(i + 1) * d],
+            );
+        }
+        lw.w_gate
+            .forward(&s.xb[..n * d], &mut s.gate[..n * ff], &mut s.xq)?; // [n, ff]
+        lw.w_up
+            .forward(&s.xb[..n * d], &mut s.up[..n * ff], &mut s.xq)?; // [n, ff]
+        for (g, &u) in s.gate[..n * ff].iter_mut().zip(&s.up[..n * ff]) {
+            let a = match cfg.activation {
+                Activation::GeluTanh => gelu_f16_table(*g),
+                Activation::Silu => *g / (1.0 + (-*g).exp()),
+            };
+            *g = a * u;
+        }
+        lw.w_down
+            .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.xq)?; // [n, d]
+        add_branch(
+            &mut s.x[..n * d],
+            &mut s.proj[..n * d],
+            &mut s.xb[..n * d],
+            lw.post_ffn_norm.as_deref(),
+            d,
+            eps,
+        );
+    }
+
+    // logits = lm_head · rms_norm(x)                                       [logit_rows, vocab]
+    let first = n - logit_rows;
+    for i in first..n {
+        let r = i - first;
+        rms_norm_row(
+            &s.x[i * d..(i + 1) * d],
+            &w.output_norm,
+            eps,
+            &mut s.xb[r * d..(r + 1) * d],
+        );
+    }
+    let v = cfg.n_vocab;
+    w.lm_head().forward(
+        &s.xb[..logit_rows * d],
+        &mut s.logits[..logit_rows * v],
+        &mut s.xq,
+    )?;
+    Ok(&s.logits[..logit_rows * v])
+}
+
+/// `x += norm(branch)` (Gemma's post-norms) or `x += branch`, row by row.
+fn add_branch(
+    x: &mut [f32],
+    branch: &mut [f32],
+    tmp: &mut [f32],
+    post_norm: Option<&[f32]>,
+    d: usize,
+    eps: f32,
+) {
+    match post_norm {
+        Some(nw) => {
+            for ((xr, br), tr) in x
+                .chunks_exact_mut(d)
+                .zip(branch.chunks_exact(d))
+                .zip(tmp.chunks_exact_mut(d))
+            {
+                rms_norm_row(br, nw, eps, tr);
+                xr.iter_mut().zip(tr.iter()).for_each(|(a, b)| *a += b);
+            }
+        }
+        None => x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b),
+    }
+}
+
+/// GELU as ggml's CPU backend computes it: through a table indexed by the f16 of the input, so
+/// `f16(gelu(f16(x)))` inside (-10, 10), `0` below and `x` above.
+#[inline]
+fn gelu_f16_table(x: f32) -> f32 {
+    if x <= -10.0 {
+        0.0
+    } else if x >= 10.0 {
+        x
+    } else {
+        f16::from_f32(gelu_tanh(f16::from_f32(x).to_f32())).to_f32()
+    }
+}

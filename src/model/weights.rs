@@ -1,0 +1,222 @@
+//! The model's weights, taken from a loaded GGUF file.
+//!
+//! Quantized matrices with a fused kernel stay in the file's buffer as `Bytes` views (never
+//! copied, never expanded); norms and the rare dense matrix are decoded to f32 once.
+
+use std::sync::Arc;
+
+use super::config::{Arch, Config};
+use crate::error::{Error, Result};
+use crate::gguf::{GgufFile, TensorInfo};
+use crate::quant::{self, matmul_into, quant_type};
+use crate::storage::Bytes;
+use crate::{DType, Tensor};
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+
+/// `y = x · Wᵀ` for a weight `[out, in]`.
+pub enum Linear {
+    /// Block-quantized with a fused kernel: a view into the file.
+    Quant(Tensor),
+    /// Everything else, decoded to f32 `[out, in]`.
+    Dense { w: Vec<f32>, out: usize, inp: usize },
+}
+
+impl Linear {
+    pub fn out_features(&self) -> usize {
+        match self {
+            Linear::Quant(t) => t.dims()[0],
+            Linear::Dense { out, .. } => *out,
+        }
+    }
+
+    /// `out[r, :] = W · x[r, :]` for every row of `x` (`rows × in` → `rows × out`).
+    pub fn forward(&self, x: &[f32], out: &mut [f32], xq: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Linear::Quant(w) => matmul_into(x, w, xq, out),
+            Linear::Dense { w, out: n_out, inp } => {
+                for (xr, yr) in x.chunks_exact(*inp).zip(out.chunks_exact_mut(*n_out)) {
+                    for (y, wr) in yr.iter_mut().zip(w.chunks_exact(*inp)) {
+                        *y = crate::ops::kernels::dot(xr, wr);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Row `r` of the weight as f32 (embedding lookup through a tied LM head).
+    pub fn row(&self, r: usize, out: &mut [f32]) -> Result<()> {
+        match self {
+            Linear::Quant(w) => {
+                let row_bytes = w.dtype().storage_bytes(w.dims()[1])?;
+                let bytes = w.quantized_bytes()?;
+                quant::dequantize_row(w.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], out)
+            }
+            Linear::Dense { w, inp, .. } => {
+                out.copy_from_slice(&w[r * inp..(r + 1) * inp]);
+                Ok(())
+            }
+        }
+    }
+}
+
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    pub wq: Linear,
+    pub wk: Linear,
+    pub wv: Linear,
+    pub q_norm: Option<Vec<f32>>,
+    pub k_norm: Option<Vec<f32>>,
+    pub wo: Linear,
+    pub post_attn_norm: Option<Vec<f32>>,
+    pub ffn_norm: Vec<f32>,
+    pub w_gate: Linear,
+    pub w_up: Linear,
+    pub w_down: Linear,
+    pub post_ffn_norm: Option<Vec<f32>>,
+}
+
+pub struct Weights {
+    /// `[vocab, n_embd]`; also the LM head when the model ties them.
+    pub token_embd: Linear,
+    /// `None` when tied to `token_embd`.
+    pub output: Option<Linear>,
+    pub output_norm: Vec<f32>,
+    pub layers: Vec<LayerWeights>,
+}
+
+impl Weights {
+    pub fn lm_head(&self) -> &Linear {
+        self.output.as_ref().unwrap_or(&self.token_embd)
+    }
+
+    pub fn load(cfg: &Config, g: &GgufFile, file: &Arc<Vec<u8>>) -> Result<Weights> {
+        let l = Loader { g, file };
+        let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
+        let gemma = cfg.arch == Arch::Gemma3;
+        let mut layers = Vec::with_capacity(cfg.n_layer);
+        for il in 0..cfg.n_layer {
+            let n = |s: &str| format!("blk.{il}.{s}.weight");
+            let opt_vec = |s: &str, len| -> Result<Option<Vec<f32>>> {
+                if gemma {
+                    l.vector(&n(s), len).map(Some)
+                } else {
+                    Ok(None)
+                }
+            };
+            layers.push(LayerWeights {
+                attn_norm: l.vector(&n("attn_norm"), d)?,
+                wq: l.linear(&n("attn_q"), qd, d)?,
+                wk: l.linear(&n("attn_k"), kvd, d)?,
+                wv: l.linear(&n("attn_v"), kvd, d)?,
+                q_norm: opt_vec("attn_q_norm", cfg.head_dim)?,
+                k_norm: opt_vec("attn_k_norm", cfg.head_dim)?,
+                wo: l.linear(&n("attn_output"), d, qd)?,
+                post_attn_norm: opt_vec("post_attention_norm", d)?,
+                ffn_norm: l.vector(&n("ffn_norm"), d)?,
+                w_gate: l.linear(&n("ffn_gate"), ff, d)?,
+                w_up: l.linear(&n("ffn_up"), ff, d)?,
+                w_down: l.linear(&n("ffn_down"), d, ff)?,
+                post_ffn_norm: opt_vec("post_ffw_norm", d)?,
+            });
+        }
+        let output = match g.tensor("output.weight") {
+            Some(_) => Some(l.linear("output.weight", cfg.n_vocab, d)?),
+            None => None,
+        };
+        Ok(Weights {
+            token_embd: l.linear("token_embd.weight", cfg.n_vocab, d)?,
+            output,
+            output_norm: l.vector("output_norm.weight", d)?,
+            layers,
+        })
+    }
+}
+
+struct Loader<'a> {
+    g: &'a GgufFile,
+    file: &'a Arc<Vec<u8>>,
+}
+
+impl Loader<'_> {
+    fn info(&self, name: &str) -> Result<&TensorInfo> {
+        self.g.tensor(name).ok_or_else(|| Error::MissingMetadata {
+            key: name.to_string(),
+            reason: "tensor not in the file".into(),
+        })
+    }
+
+    fn check_shape(&self, info: &TensorInfo, want: &[usize]) -> Result<()> {
+        if info.shape() != want {
+            return Err(Error::MissingMetadata {
+                key: info.name.clone(),
+                reason: format!("shape {:?}, expected {want:?}", info.shape()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Any tensor decoded to f32 (norm weights; dense fallbacks).
+    fn decode(&self, info: &TensorInfo) -> Result<Vec<f32>> {
+        let bytes = self.g.tensor_bytes(self.file, info)?;
+        let n: usize = info.dims.iter().product();
+        let mut out = crate::storage::try_vec(n, 0.0f32)?;
+        match info.dtype {
+            DType::F32 => {
+                for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            }
+            DType::F16 => {
+                let h: Vec<f16> = bytes
+                    .chunks_exact(2)
+                    .map(|c| f16::from_le_bytes([c[0], c[1]]))
+                    .collect();
+                h.convert_to_f32_slice(&mut out);
+            }
+            DType::BF16 => {
+                let h: Vec<bf16> = bytes
+                    .chunks_exact(2)
+                    .map(|c| bf16::from_le_bytes([c[0], c[1]]))
+                    .collect();
+                h.convert_to_f32_slice(&mut out);
+            }
+            dtype if dtype.is_quantized() => quant::dequantize_row(dtype, bytes, &mut out)?,
+            dtype => {
+                return Err(Error::UnsupportedModel {
+                    reason: format!("tensor {} has dtype {dtype}", info.name),
+                })
+            }
+        }
+        Ok(out)
+    }
+
+    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
+        let info = self.info(name)?;
+        self.check_shape(info, &[len])?;
+        self.decode(info)
+    }
+
+    fn linear(&self, name: &str, out: usize, inp: usize) -> Result<Linear> {
+        let info = self.info(name)?;
+        self.check_shape(info, &[out, inp])?;
+        if quant_type(info.dtype).is_some_and(|t| t.fused.is_some()) {
+            let bytes = Bytes::slice_of(self.file, info.offset..info.offset + info.nbytes)
+                .ok_or_else(|| Error::InvalidGguf {
+                    offset: info.offset as u64,
+                    reason: format!("tensor {name} runs past the end of the file"),
+                })?;
+            return Ok(Linear::Quant(Tensor::from_quantized_bytes(
+                info.dtype,
+                bytes,
+                [out, inp],
+            )?));
+        }
+        Ok(Linear::Dense {
+            w: self.decode(info)?,
+            out,
+            inp,
+        })
+    }
+}
