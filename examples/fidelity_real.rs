@@ -16,7 +16,11 @@ const DIR: &str = "tests/fixtures/gemma-3-270m-q4_0";
 const TOL: f32 = 0.25;
 
 fn ids(v: &Value) -> Vec<u32> {
-    v.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap() as u32)
+        .collect()
 }
 
 fn argmax(v: &[f32]) -> usize {
@@ -24,42 +28,61 @@ fn argmax(v: &[f32]) -> usize {
 }
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: fidelity_real MODEL.gguf");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: fidelity_real MODEL.gguf");
     let model = Model::load(std::fs::read(&path).unwrap()).unwrap();
     let vocab = model.config.n_vocab;
     let mut failures = 0;
 
-    let tok: Value = serde_json::from_str(&std::fs::read_to_string(format!("{DIR}/tokenizer.json")).unwrap()).unwrap();
+    let tok: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{DIR}/tokenizer.json")).unwrap())
+            .unwrap();
     let cases = tok.as_array().unwrap();
     let same = cases
         .iter()
         .filter(|c| {
-            let ok = model.tokenizer.encode(c["prompt"].as_str().unwrap(), true, true) == ids(&c["tokens"]);
+            let ok = model
+                .tokenizer
+                .encode(c["prompt"].as_str().unwrap(), true, true)
+                == ids(&c["tokens"]);
             if !ok {
                 eprintln!("token mismatch: {:?}", c["prompt"]);
             }
             ok
         })
         .count();
-    println!("tokenizer: {same}/{} prompts identical to llama.cpp", cases.len());
+    println!(
+        "tokenizer: {same}/{} prompts identical to llama.cpp",
+        cases.len()
+    );
     failures += cases.len() - same;
 
-    let lg: Value = serde_json::from_str(&std::fs::read_to_string(format!("{DIR}/logits.json")).unwrap()).unwrap();
+    let lg: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{DIR}/logits.json")).unwrap())
+            .unwrap();
     let last = std::fs::read(format!("{DIR}/last_logits.f32")).unwrap();
-    let (mut top1, mut positions, mut decisive_miss, mut greedy_same, mut greedy_steps) = (0, 0, 0, 0, 0);
+    let (mut top1, mut positions, mut decisive_miss, mut greedy_same, mut greedy_steps) =
+        (0, 0, 0, 0, 0);
     for (ci, c) in lg.as_array().unwrap().iter().enumerate() {
         let tokens = ids(&c["tokens"]);
         let mut s = model.session(tokens.len() + 40).unwrap();
         let all = s.eval(&model, &tokens, Logits::All).unwrap().to_vec();
         for (p, top) in c["top5"].as_array().unwrap().iter().enumerate() {
             let row = &all[p * vocab..(p + 1) * vocab];
-            let (want, margin) = (top[0][0].as_u64().unwrap() as usize, (top[0][1].as_f64().unwrap() - top[1][1].as_f64().unwrap()) as f32);
+            let (want, margin) = (
+                top[0][0].as_u64().unwrap() as usize,
+                (top[0][1].as_f64().unwrap() - top[1][1].as_f64().unwrap()) as f32,
+            );
             positions += 1;
             if argmax(row) == want {
                 top1 += 1;
             } else if margin > 2.0 * TOL {
                 decisive_miss += 1;
-                eprintln!("prompt {ci} position {p}: top-1 {} vs llama.cpp {want} (margin {margin})", argmax(row));
+                eprintln!(
+                    "prompt {ci} position {p}: top-1 {} vs llama.cpp {want} (margin {margin})",
+                    argmax(row)
+                );
             }
         }
         let ours = &all[(tokens.len() - 1) * vocab..tokens.len() * vocab];
@@ -67,11 +90,30 @@ fn main() {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        let max_abs = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        let dot: f64 = ours.iter().zip(&theirs).map(|(&a, &b)| a as f64 * b as f64).sum();
-        let na: f64 = ours.iter().map(|&a| a as f64 * a as f64).sum::<f64>().sqrt();
-        let nb: f64 = theirs.iter().map(|&b| b as f64 * b as f64).sum::<f64>().sqrt();
-        println!("prompt {ci}: last-logit max-abs {max_abs:.4}, cosine {:.6}", dot / (na * nb));
+        let max_abs = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        let dot: f64 = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(&a, &b)| a as f64 * b as f64)
+            .sum();
+        let na: f64 = ours
+            .iter()
+            .map(|&a| a as f64 * a as f64)
+            .sum::<f64>()
+            .sqrt();
+        let nb: f64 = theirs
+            .iter()
+            .map(|&b| b as f64 * b as f64)
+            .sum::<f64>()
+            .sqrt();
+        println!(
+            "prompt {ci}: last-logit max-abs {max_abs:.4}, cosine {:.6}",
+            dot / (na * nb)
+        );
 
         let mut logits = ours.to_vec();
         for &want in &ids(&c["greedy"]) {

@@ -44,8 +44,8 @@ export function pickBuild() {
 }
 
 /**
- * Loads and initialises a build. Resolves to `{ build, threads, module }` where `module` is the
- * wasm-bindgen module (Tensor, buildInfo, …).
+ * Loads and initialises a build. Resolves to `{ build, threads, module, memory }` where `module`
+ * is the wasm-bindgen module (Tensor, Model, buildInfo, …) and `memory` its WebAssembly.Memory.
  * @param {{ build?: "auto" | "simd" | "relaxed" | "threads", threads?: number | "auto", wasm?: any }} [options]
  */
 export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = {}) {
@@ -58,11 +58,11 @@ export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = 
     );
   }
   const module = await BUILDS[chosen]();
-  await module.default(wasm === undefined ? undefined : { module_or_path: wasm });
+  const exports = await module.default(wasm === undefined ? undefined : { module_or_path: wasm });
   let n = 1;
   if (chosen === "threads") {
     n = threads === "auto" ? Math.max(1, navigator.hardwareConcurrency || 1) : threads;
     await module.initThreadPool(n);
   }
-  return { build: chosen, threads: n, module };
+  return { build: chosen, threads: n, module, memory: exports.memory };
 }

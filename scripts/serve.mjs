@@ -5,8 +5,11 @@ import { createServer } from "node:http";
 import { createReadStream, statSync } from "node:fs";
 import { extname, join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { homedir } from "node:os";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
+/** `/models/…` is served from the model cache that scripts/prepare-model.sh fills. */
+const modelDir = resolve(process.env.KOPITIAM_CACHE ?? join(homedir(), ".cache", "kopitiam"));
 const types = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
@@ -29,8 +32,11 @@ export function serve(port = 8080, host = "127.0.0.1") {
       res.writeHead(302, { Location: "/www/" }).end();
       return;
     }
-    let path = normalize(join(root, decodeURIComponent(url.pathname)));
-    if (path !== root && !path.startsWith(root + sep)) {
+    const [base, rel] = url.pathname.startsWith("/models/")
+      ? [modelDir, url.pathname.slice("/models".length)]
+      : [root, url.pathname];
+    let path = normalize(join(base, decodeURIComponent(rel)));
+    if (path !== base && !path.startsWith(base + sep)) {
       res.writeHead(403).end("forbidden");
       return;
     }

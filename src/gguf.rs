@@ -322,7 +322,7 @@ impl Array {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorInfo {
     pub name: String,
-    /// ggml order: dims[0] = ne[0] is the innermost (contiguous) dimension.
+    /// ggml order: `dims[0]` = `ne[0]` is the innermost (contiguous) dimension.
     pub dims: Vec<usize>,
     pub dtype: DType,
     /// Absolute byte offset of the tensor data in the file (data_start + relative offset).
@@ -400,6 +400,30 @@ fn try_vec<T>(n: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Items whose in-memory size is several times their minimum size in the file (KV pairs, tensor
+/// infos, strings of an array) get at most this much capacity up front and grow only as items
+/// are actually read, so a hostile count costs memory in proportion to the bytes behind it.
+const GROW_CAP: usize = 1024;
+
+/// A vector for `n` bounds-checked items, reserved up to [`GROW_CAP`].
+fn growing_vec<T>(n: usize) -> Result<Vec<T>> {
+    try_vec(n.min(GROW_CAP))
+}
+
+/// `v.push(x)`, reporting [`Error::AllocationFailed`] instead of aborting when growth fails.
+fn try_push<T>(v: &mut Vec<T>, x: T) -> Result<()> {
+    if v.len() == v.capacity() {
+        v.try_reserve(1).map_err(|_| Error::AllocationFailed {
+            bytes: v
+                .capacity()
+                .saturating_mul(2)
+                .saturating_mul(std::mem::size_of::<T>()),
+        })?;
+    }
+    v.push(x);
+    Ok(())
+}
+
 impl GgufFile {
     /// Parses header, metadata and tensor infos from the whole file's bytes (the data section is
     /// only bounds-checked, never copied).
@@ -414,7 +438,7 @@ impl GgufFile {
         if magic != GGUF_MAGIC {
             return Err(invalid(
                 0,
-                format!("bad magic {magic:02x?} (expected \"GGUF\" = [47, 47, 55, 46]): not a GGUF file"),
+                format!("bad magic {magic:#04x?} (expected \"GGUF\" = [0x47, 0x47, 0x55, 0x46]): not a GGUF file"),
             ));
         }
         let version = c.u32("version")?;
@@ -439,7 +463,7 @@ impl GgufFile {
         let kv_count = c.count("metadata count", MIN_KV_BYTES)?;
 
         // ---- metadata ----
-        let mut metadata: Vec<(String, Value)> = try_vec(kv_count)?;
+        let mut metadata: Vec<(String, Value)> = growing_vec(kv_count)?;
         let mut keys: HashSet<String> = HashSet::new();
         let mut alignment = DEFAULT_ALIGNMENT;
         for i in 0..kv_count {
@@ -485,16 +509,16 @@ impl GgufFile {
                 };
             }
             keys.insert(key.clone());
-            metadata.push((key, value));
+            try_push(&mut metadata, (key, value))?;
         }
         drop(keys);
 
         // ---- tensor infos ----
         // Re-check now that the metadata has been consumed: each info needs 24 bytes at least.
         c.check_count(tensor_count, MIN_TENSOR_INFO_BYTES, "tensor infos")?;
-        let mut tensors: Vec<TensorInfo> = try_vec(tensor_count)?;
+        let mut tensors: Vec<TensorInfo> = growing_vec(tensor_count)?;
         // (relative offset, position of the offset field) per tensor.
-        let mut rel_offsets: Vec<(u64, usize)> = try_vec(tensor_count)?;
+        let mut rel_offsets: Vec<(u64, usize)> = growing_vec(tensor_count)?;
         let mut names: HashSet<String> = HashSet::new();
         for _ in 0..tensor_count {
             let name_pos = c.position();
@@ -598,14 +622,17 @@ impl GgufFile {
                 ));
             }
             names.insert(name.clone());
-            rel_offsets.push((rel, off_pos));
-            tensors.push(TensorInfo {
-                name,
-                dims,
-                dtype,
-                offset: 0, // set below, once data_offset is known
-                nbytes,
-            });
+            try_push(&mut rel_offsets, (rel, off_pos))?;
+            try_push(
+                &mut tensors,
+                TensorInfo {
+                    name,
+                    dims,
+                    dtype,
+                    offset: 0, // set below, once data_offset is known
+                    nbytes,
+                },
+            )?;
         }
         drop(names);
 
@@ -963,9 +990,10 @@ impl<'a> Cursor<'a> {
                 Array::Bool(v)
             }
             Ty::String => {
-                let mut v = try_vec(n)?;
+                let mut v = growing_vec(n)?;
                 for _ in 0..n {
-                    v.push(self.string("array string")?);
+                    let item = self.string("array string")?;
+                    try_push(&mut v, item)?;
                 }
                 Array::String(v)
             }

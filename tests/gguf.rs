@@ -496,16 +496,7 @@ fn writer_rejects_bad_input() {
 #[test]
 fn fixture_rewrite_round_trips() {
     let f = GgufFile::parse(FIXTURE).unwrap();
-    let mut w = GgufWriter::new(f.alignment);
-    for (k, v) in &f.metadata {
-        w.add_metadata(k.clone(), v.clone());
-    }
-    for t in &f.tensors {
-        let data = f.tensor_bytes(FIXTURE, t).unwrap().to_vec();
-        w.add_tensor(t.name.clone(), t.dtype, &t.shape(), data)
-            .unwrap();
-    }
-    let bytes = w.to_bytes().unwrap();
+    let bytes = rewrite(&f, FIXTURE);
     let g = GgufFile::parse(&bytes).unwrap();
     assert_eq!(g.metadata, f.metadata);
     assert_eq!(g.tensors.len(), f.tensors.len());
@@ -849,6 +840,20 @@ fn tensor_bytes_checks_its_arguments() {
 // Mutation fuzz
 // ---------------------------------------------------------------------------------------------
 
+/// Writes `f`'s metadata and tensors (read from `bytes`) with a fresh writer.
+fn rewrite(f: &GgufFile, bytes: &[u8]) -> Vec<u8> {
+    let mut w = GgufWriter::new(f.alignment);
+    for (k, v) in &f.metadata {
+        w.add_metadata(k.clone(), v.clone());
+    }
+    for t in &f.tensors {
+        let data = f.tensor_bytes(bytes, t).unwrap().to_vec();
+        w.add_tensor(t.name.clone(), t.dtype, &t.shape(), data)
+            .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
 #[test]
 fn random_mutations_never_panic() {
     let base = small_file();
@@ -886,6 +891,11 @@ fn random_mutations_never_panic() {
                     assert_eq!(t.offset % f.alignment, 0);
                     assert!(f.tensor(&t.name).is_some());
                 }
+                // Whatever the reader accepts, the writer accepts and reads back the same.
+                let once = rewrite(&f, &b);
+                let g = GgufFile::parse(&once).unwrap();
+                assert_eq!(g.tensors.len(), f.tensors.len());
+                assert_eq!(rewrite(&g, &once), once);
             }
             Err(e) => {
                 err += 1;

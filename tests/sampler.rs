@@ -180,8 +180,22 @@ fn top_p_keeps_the_smallest_sufficient_prefix() {
 fn top_p_on_a_large_vocabulary_matches_a_full_sort() {
     // More candidates than the first sorted chunk, so the prefix has to grow.
     let mut rng = Rng::new(4);
-    for (round, top_p) in [0.5f32, 0.9, 0.99, 0.999].into_iter().enumerate() {
-        let logits = rng.vec(5000, 3.0);
+    let cases = [
+        (0.5f32, false),
+        (0.9, false),
+        (0.99, false),
+        (0.999, false),
+        (0.3, true),
+        (0.95, true),
+    ];
+    for (round, (top_p, ties)) in cases.into_iter().enumerate() {
+        let mut logits = rng.vec(5000, 3.0);
+        if ties {
+            // Few distinct values: the cut falls among equal logits, which go by id.
+            logits
+                .iter_mut()
+                .for_each(|l| *l = (*l * 2.0).round() / 2.0 + 0.0); // + 0.0: no -0
+        }
         let mut order: Vec<usize> = (0..logits.len()).collect();
         order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
         let max = logits[order[0]];

@@ -13,7 +13,9 @@ fn rewrite(f: &GgufFile, bytes: &[u8]) -> Vec<u8> {
         w.add_metadata(k.clone(), v.clone());
     }
     for t in &f.tensors {
-        let data = f.tensor_bytes(bytes, t).expect("validated tensor in bounds");
+        let data = f
+            .tensor_bytes(bytes, t)
+            .expect("validated tensor in bounds");
         w.add_tensor(t.name.clone(), t.dtype, &t.shape(), data.to_vec())
             .expect("a parsed tensor is a valid writer tensor");
     }

@@ -46,13 +46,20 @@ impl Args {
         let mut raw = raw.peekable();
         while let Some(a) = raw.next() {
             if a.starts_with("--") && a.len() > 2 {
-                let value = if SWITCHES.contains(&a.as_str()) { None } else { raw.next() };
+                let value = if SWITCHES.contains(&a.as_str()) {
+                    None
+                } else {
+                    raw.next()
+                };
                 options.push((a, value));
             } else {
                 positional.push(a);
             }
         }
-        Args { positional, options }
+        Args {
+            positional,
+            options,
+        }
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -124,14 +131,29 @@ fn inspect(args: &Args) -> CliResult<()> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let g = GgufFile::parse(&bytes).map_err(|e| format!("{path}: {e}"))?;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "GGUF v{} · {} bytes · alignment {} · data at {}", g.version, bytes.len(), g.alignment, g.data_offset);
+    let _ = writeln!(
+        out,
+        "GGUF v{} · {} bytes · alignment {} · data at {}",
+        g.version,
+        bytes.len(),
+        g.alignment,
+        g.data_offset
+    );
     let _ = writeln!(out, "\nmetadata ({} keys):", g.metadata.len());
     for (k, v) in &g.metadata {
         let _ = writeln!(out, "  {k:<44} {}", describe(v));
     }
     let _ = writeln!(out, "\ntensors ({}):", g.tensors.len());
     for t in &g.tensors {
-        let _ = writeln!(out, "  {:<32} {:<6} {:<16} {:>12} bytes @ {}", t.name, t.dtype.name(), format!("{:?}", t.shape()), t.nbytes, t.offset);
+        let _ = writeln!(
+            out,
+            "  {:<32} {:<6} {:<16} {:>12} bytes @ {}",
+            t.name,
+            t.dtype.name(),
+            format!("{:?}", t.shape()),
+            t.nbytes,
+            t.offset
+        );
     }
     Ok(())
 }
@@ -148,7 +170,9 @@ fn eval(args: &Args) -> CliResult<()> {
     let k: usize = args.value("--top", 5)?;
     let ids = model.tokenizer.encode(args.pos(1, "TEXT")?, true, true);
     let mut session = model.session(ids.len()).map_err(|e| e.to_string())?;
-    let logits = session.eval(&model, &ids, Logits::All).map_err(|e| e.to_string())?;
+    let logits = session
+        .eval(&model, &ids, Logits::All)
+        .map_err(|e| e.to_string())?;
     let vocab = model.config.n_vocab;
     let top: Vec<Vec<(u32, f32)>> = logits
         .chunks_exact(vocab)
@@ -156,7 +180,9 @@ fn eval(args: &Args) -> CliResult<()> {
             let mut idx: Vec<u32> = (0..vocab as u32).collect();
             let k = k.min(vocab);
             if k > 0 && k < vocab {
-                idx.select_nth_unstable_by(k - 1, |&a, &b| row[b as usize].total_cmp(&row[a as usize]));
+                idx.select_nth_unstable_by(k - 1, |&a, &b| {
+                    row[b as usize].total_cmp(&row[a as usize])
+                });
             }
             idx.truncate(k);
             idx.sort_by(|&a, &b| row[b as usize].total_cmp(&row[a as usize]).then(a.cmp(&b)));
@@ -192,18 +218,25 @@ fn generate(args: &Args) -> CliResult<()> {
     let mut sampler = Sampler::new(cfg);
     let mut decoder = StreamDecoder::new();
     let t0 = Instant::now();
-    let mut logits = session.eval(&model, &ids, Logits::Last).map_err(|e| e.to_string())?.to_vec();
+    let mut logits = session
+        .eval(&model, &ids, Logits::Last)
+        .map_err(|e| e.to_string())?
+        .to_vec();
     let prefill_ms = t0.elapsed().as_secs_f64() * 1e3;
     let t1 = Instant::now();
     let (mut generated, mut text_out) = (Vec::new(), String::new());
     let mut stdout = std::io::stdout().lock();
     for _ in 0..max_tokens {
-        let t = sampler.sample(&logits, session.tokens()).map_err(|e| e.to_string())?;
+        let t = sampler
+            .sample(&logits, session.tokens())
+            .map_err(|e| e.to_string())?;
         if model.tokenizer.is_eog(t) {
             break;
         }
         generated.push(t);
-        let piece = decoder.push(&model.tokenizer, t).map_err(|e| e.to_string())?;
+        let piece = decoder
+            .push(&model.tokenizer, t)
+            .map_err(|e| e.to_string())?;
         if !json_out {
             let _ = stdout.write_all(piece.as_bytes());
             let _ = stdout.flush();
@@ -212,7 +245,11 @@ fn generate(args: &Args) -> CliResult<()> {
         if generated.len() == max_tokens || session.tokens().len() >= session.capacity() {
             break;
         }
-        logits.copy_from_slice(session.eval(&model, &[t], Logits::Last).map_err(|e| e.to_string())?);
+        logits.copy_from_slice(
+            session
+                .eval(&model, &[t], Logits::Last)
+                .map_err(|e| e.to_string())?,
+        );
     }
     let rest = decoder.finish();
     text_out.push_str(&rest);
@@ -263,7 +300,8 @@ fn quantize(args: &Args) -> CliResult<()> {
         let data = g.tensor_bytes(&bytes, t).map_err(err)?;
         let shape = t.shape();
         if shape.len() != 2 || t.dims[0] % 32 != 0 {
-            w.add_tensor(t.name.clone(), t.dtype, &shape, data.to_vec()).map_err(err)?;
+            w.add_tensor(t.name.clone(), t.dtype, &shape, data.to_vec())
+                .map_err(err)?;
             continue;
         }
         let (rows, cols) = (shape[0], shape[1]);
@@ -275,7 +313,8 @@ fn quantize(args: &Args) -> CliResult<()> {
             decode_row(t.dtype, &data[r * in_row..(r + 1) * in_row], &mut row).map_err(err)?;
             quantize_row_q4_0(&row, &mut q[r * out_row..(r + 1) * out_row]);
         }
-        w.add_tensor(t.name.clone(), DType::Q4_0, &shape, q).map_err(err)?;
+        w.add_tensor(t.name.clone(), DType::Q4_0, &shape, q)
+            .map_err(err)?;
     }
     let file = std::fs::File::create(out).map_err(|e| format!("{out}: {e}"))?;
     let mut file = std::io::BufWriter::new(file);

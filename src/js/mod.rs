@@ -5,8 +5,10 @@
 //! `number[]`, dtypes as the `DType` string union, data as typed arrays (copied in and out).
 
 mod error;
+mod model;
 mod tensor;
 
+pub use model::{JsModel, JsSession, ModelLoader};
 pub use tensor::JsTensor;
 
 /// `initThreadPool(n): Promise<void>` — starts `n` Web Workers for the threaded build. Call it

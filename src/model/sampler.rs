@@ -1,10 +1,11 @@
 //! Token sampling: greedy, and a seeded llama.cpp-style chain
 //! repetition penalty → top-k → top-p → min-p → temperature → softmax → draw.
 //!
-//! Built for 262 144-entry logit vectors: top-k is a partial selection
-//! (`select_nth_unstable_by`), top-p sorts only the growing prefix it needs, min-p is a linear
-//! filter, and every buffer is kept in the [`Sampler`] so that after the first call no token
-//! allocates.
+//! Built for 262 144-entry logit vectors, with no full sort anywhere: top-k is one pass over a
+//! bounded buffer cut down with `select_nth_unstable_by`, top-p buckets by logit and then
+//! quickselects on probability mass (O(n)), min-p is a linear filter, the logits are only copied
+//! when a repetition penalty applies, and every buffer lives in the [`Sampler`] so that after
+//! the first call sampling a token allocates nothing.
 //!
 //! The random numbers come from xoshiro256** seeded through splitmix64 (so seed 0 is fine); the
 //! same seed, logits and history reproduce a run exactly, on every target. (llama.cpp draws with
@@ -97,20 +98,38 @@ impl Xoshiro256 {
 pub struct Sampler {
     config: SamplerConfig,
     rng: Xoshiro256,
-    /// The penalized logits.
+    /// The penalized logits (only filled when a penalty applies).
     work: Vec<f32>,
-    /// Candidates `(id, logit)` surviving the filters.
-    cand: Vec<(u32, f32)>,
+    /// Candidates surviving the filters.
+    cand: Vec<Cand>,
     /// Distinct penalized ids.
     seen: Vec<u32>,
     /// Unnormalized probabilities of the final candidates.
     weights: Vec<f32>,
 }
 
-/// Descending logit, ties by ascending id. Candidates never hold NaN and -0 is stored as +0, so
-/// `total_cmp` agrees with IEEE comparison.
-fn by_logit_desc(a: &(u32, f32), b: &(u32, f32)) -> Ordering {
-    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+/// A candidate token: its (penalized) logit and, during top-p, its unnormalized probability.
+#[derive(Debug, Clone, Copy)]
+struct Cand {
+    id: u32,
+    logit: f32,
+    w: f32,
+}
+
+impl Cand {
+    /// NaN is never a candidate; -0 is stored as +0 so that `total_cmp` agrees with IEEE `<`.
+    fn new(id: usize, logit: f32) -> Cand {
+        Cand {
+            id: id as u32,
+            logit: logit + 0.0,
+            w: 0.0,
+        }
+    }
+}
+
+/// Descending logit, ties by ascending id.
+fn by_logit_desc(a: &Cand, b: &Cand) -> Ordering {
+    b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id))
 }
 
 fn invalid(reason: String) -> Error {
@@ -119,6 +138,9 @@ fn invalid(reason: String) -> Error {
         reason,
     }
 }
+
+/// Candidates at or below this size are simply sorted.
+const SMALL: usize = 64;
 
 impl Sampler {
     pub fn new(config: SamplerConfig) -> Self {
@@ -154,26 +176,36 @@ impl Sampler {
     /// temperature, a NaN `top_p`, a NaN or negative `min_p`, a non-finite or non-positive
     /// `repeat_penalty`.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> Result<u32> {
-        self.prepare(logits, history)?;
+        let penalized = self.prepare(logits, history)?;
+        let src: &[f32] = if penalized { &self.work } else { logits };
         if self.config.temperature <= 0.0 {
-            return greedy(&self.work).ok_or_else(|| invalid("every logit is NaN".into()));
+            return greedy(src).ok_or_else(|| invalid("every logit is NaN".into()));
         }
-        self.filter()?;
-        Ok(self.draw())
+        filter(&self.config, src, &mut self.cand)?;
+        Ok(draw(
+            &mut self.rng,
+            &mut self.weights,
+            &self.cand,
+            self.config.temperature,
+        ))
     }
 
     /// The candidate set `sample` would draw from, as `(id, penalized logit)` pairs in no
     /// particular order: after the repetition penalty, top-k, top-p and min-p, before the
-    /// temperature (which only reshapes the distribution). Does not advance the random
-    /// generator. Same errors as [`Sampler::sample`].
-    pub fn candidates(&mut self, logits: &[f32], history: &[u32]) -> Result<&[(u32, f32)]> {
-        self.prepare(logits, history)?;
-        self.filter()?;
-        Ok(&self.cand)
+    /// temperature (which only reshapes the distribution). An inspection hook (it allocates the
+    /// returned vector); it does not advance the random generator. Same errors as
+    /// [`Sampler::sample`].
+    pub fn candidates(&mut self, logits: &[f32], history: &[u32]) -> Result<Vec<(u32, f32)>> {
+        let penalized = self.prepare(logits, history)?;
+        let src: &[f32] = if penalized { &self.work } else { logits };
+        filter(&self.config, src, &mut self.cand)?;
+        Ok(self.cand.iter().map(|c| (c.id, c.logit)).collect())
     }
 
-    /// Validates the configuration and fills `work` with the penalized logits.
-    fn prepare(&mut self, logits: &[f32], history: &[u32]) -> Result<()> {
+    /// Validates the configuration and the logits. When the repetition penalty applies, fills
+    /// `work` with the penalized logits and returns true; otherwise the logits are used as they
+    /// are.
+    fn prepare(&mut self, logits: &[f32], history: &[u32]) -> Result<bool> {
         let c = self.config;
         if c.temperature.is_nan() || c.temperature.is_infinite() {
             return Err(invalid(format!(
@@ -202,152 +234,239 @@ impl Sampler {
                 logits.len()
             )));
         }
+        if c.repeat_penalty == 1.0 || c.repeat_last_n == 0 {
+            return Ok(false);
+        }
+        let recent = &history[history.len().saturating_sub(c.repeat_last_n)..];
+        self.seen.clear();
+        self.seen.extend(
+            recent
+                .iter()
+                .copied()
+                .filter(|&id| (id as usize) < logits.len()),
+        );
+        if self.seen.is_empty() {
+            return Ok(false);
+        }
+        self.seen.sort_unstable();
+        self.seen.dedup();
         self.work.clear();
         self.work.extend_from_slice(logits);
-        if c.repeat_penalty != 1.0 && c.repeat_last_n > 0 {
-            let recent = &history[history.len().saturating_sub(c.repeat_last_n)..];
-            self.seen.clear();
-            self.seen.extend(
-                recent
-                    .iter()
-                    .copied()
-                    .filter(|&id| (id as usize) < logits.len()),
-            );
-            self.seen.sort_unstable();
-            self.seen.dedup();
-            for &id in &self.seen {
-                let l = &mut self.work[id as usize];
-                if *l <= 0.0 {
-                    *l *= c.repeat_penalty;
-                } else {
-                    *l /= c.repeat_penalty;
-                }
+        for &id in &self.seen {
+            let l = &mut self.work[id as usize];
+            if *l <= 0.0 {
+                *l *= c.repeat_penalty;
+            } else {
+                *l /= c.repeat_penalty;
             }
         }
-        Ok(())
+        Ok(true)
     }
+}
 
-    /// Builds `cand` from `work` and applies top-k, top-p and min-p.
-    fn filter(&mut self) -> Result<()> {
-        let c = self.config;
-        self.cand.clear();
-        self.cand.extend(
-            self.work
+/// Fills `cand` from `logits` (NaN dropped, -0 stored as +0) and applies top-k, top-p and min-p.
+fn filter(c: &SamplerConfig, logits: &[f32], cand: &mut Vec<Cand>) -> Result<()> {
+    cand.clear();
+    let k = c.top_k;
+    if k > 0 && k < logits.len() {
+        // Top-k in one pass over a bounded buffer: whenever it holds `cap` entries it is cut to
+        // the best k, and the k-th logit becomes a bar later entries must beat. Entries come in
+        // ascending id order, so one equal to the bar ranks below the k-th and can be skipped.
+        let cap = (2 * k).max(SMALL);
+        let mut bar: Option<f32> = None;
+        for (i, &l) in logits.iter().enumerate() {
+            if l.is_nan() || bar.is_some_and(|b| l <= b) {
+                continue;
+            }
+            cand.push(Cand::new(i, l));
+            if cand.len() >= cap {
+                cand.select_nth_unstable_by(k - 1, by_logit_desc);
+                cand.truncate(k);
+                bar = Some(cand[k - 1].logit);
+            }
+        }
+        if cand.len() > k {
+            cand.select_nth_unstable_by(k - 1, by_logit_desc);
+            cand.truncate(k);
+        }
+    } else {
+        cand.extend(
+            logits
                 .iter()
                 .enumerate()
                 .filter(|(_, l)| !l.is_nan())
-                .map(|(i, &l)| (i as u32, l + 0.0)),
+                .map(|(i, &l)| Cand::new(i, l)),
         );
-        if self.cand.is_empty() {
-            return Err(invalid("every logit is NaN".into()));
-        }
-
-        let mut max = self.max_logit();
-        if max.is_infinite() {
-            // Infinite logits have no softmax: keep the ones equal to the maximum (all of them
-            // when every logit is -inf), which the draw then treats as equally likely.
-            self.cand.retain(|&(_, l)| l == max);
-        }
-
-        // Top-k: partial selection, no sort.
-        if c.top_k > 0 && c.top_k < self.cand.len() {
-            self.cand.select_nth_unstable_by(c.top_k - 1, by_logit_desc);
-            self.cand.truncate(c.top_k);
-        }
-
-        // Top-p: sort only as long a prefix as needed, growing it 4x at a time.
-        if c.top_p < 1.0 && self.cand.len() > 1 && max.is_finite() {
-            let total: f64 = self.cand.iter().map(|&(_, l)| (l - max).exp() as f64).sum();
-            let target = c.top_p as f64 * total;
-            let mut cum = 0.0f64;
-            let mut sorted = 0;
-            let mut chunk = 64;
-            let mut keep = None;
-            while keep.is_none() && sorted < self.cand.len() {
-                let end = (sorted + chunk).min(self.cand.len());
-                let rest = &mut self.cand[sorted..];
-                if end < sorted + rest.len() {
-                    rest.select_nth_unstable_by(end - sorted - 1, by_logit_desc);
-                }
-                rest[..end - sorted].sort_unstable_by(by_logit_desc);
-                for i in sorted..end {
-                    cum += (self.cand[i].1 - max).exp() as f64;
-                    if cum >= target {
-                        keep = Some(i + 1);
-                        break;
-                    }
-                }
-                sorted = end;
-                chunk *= 4;
-            }
-            if let Some(k) = keep {
-                self.cand.truncate(k);
-            }
-        }
-
-        // Min-p: p_i >= min_p * p_max  <=>  l_i >= max + ln(min_p); the maximum always stays.
-        if c.min_p > 0.0 {
-            max = self.max_logit();
-            let threshold = (max + c.min_p.ln()).min(max);
-            self.cand.retain(|&(_, l)| l >= threshold);
-        }
-        Ok(())
+    }
+    if cand.is_empty() {
+        return Err(invalid("every logit is NaN".into()));
     }
 
-    fn max_logit(&self) -> f32 {
-        self.cand
-            .iter()
-            .fold(f32::NEG_INFINITY, |m, &(_, l)| if l > m { l } else { m })
+    let max = max_logit(cand);
+    if max.is_infinite() {
+        // Infinite logits have no softmax: keep the ones equal to the maximum (all of them
+        // when every logit is -inf), which the draw then treats as equally likely.
+        cand.retain(|c| c.logit == max);
+        return Ok(());
+    }
+    if c.top_p < 1.0 {
+        top_p(cand, c.top_p, max);
+    }
+    // Min-p: p_i >= min_p * p_max  <=>  l_i >= max + ln(min_p); the maximum always stays.
+    if c.min_p > 0.0 {
+        let threshold = (max + c.min_p.ln()).min(max);
+        cand.retain(|c| c.logit >= threshold);
+    }
+    Ok(())
+}
+
+/// Keeps the smallest set of highest logits whose softmax mass reaches `p` (at least one).
+///
+/// No full sort. `cand[..lo]` is known to be inside the set (its mass is `cum`) and the cut can
+/// only fall in `cand[lo..hi]`:
+///
+/// 1. large sets are first bucketed by logit (1024 equal-width buckets, monotone in the logit,
+///    so equal logits share a bucket): one pass finds the bucket where the cumulative mass
+///    crosses `p`, and a partition moves the buckets above it to the front;
+/// 2. quickselect on mass then narrows the range: each step partitions it around its top `m`
+///    entries and keeps the part holding the cut (the first step without bucketing tries the
+///    top 64, where a peaked LLM distribution ends; later steps halve);
+/// 3. a range of at most 64 entries is sorted and walked.
+///
+/// Everything is O(n), and ties are broken by id exactly as a full sort would.
+fn top_p(cand: &mut Vec<Cand>, p: f32, max: f32) {
+    let mut total = 0.0f64;
+    let mut min = max;
+    for c in cand.iter_mut() {
+        c.w = (c.logit - max).exp();
+        total += c.w as f64;
+        if c.logit < min && c.logit.is_finite() {
+            min = c.logit;
+        }
+    }
+    let target = p as f64 * total;
+    let mass = |c: &[Cand]| -> f64 { c.iter().map(|c| c.w as f64).sum() };
+    let mut cum = 0.0f64;
+    let (mut lo, mut hi) = (0, cand.len());
+    let mut first = true;
+
+    const BUCKETS: usize = 1024;
+    let scale = BUCKETS as f32 / (max - min);
+    if cand.len() > 16 * SMALL && min < max && scale.is_finite() {
+        // Bucket 0 holds the highest logits; -inf lands in the last bucket.
+        let bucket = |l: f32| (((max - l) * scale) as usize).min(BUCKETS - 1);
+        let mut masses = [0.0f64; BUCKETS];
+        for c in cand.iter() {
+            masses[bucket(c.logit)] += c.w as f64;
+        }
+        let mut cut = BUCKETS - 1;
+        for (b, &m) in masses.iter().enumerate() {
+            if cum + m >= target || b == BUCKETS - 1 {
+                cut = b;
+                break;
+            }
+            cum += m;
+        }
+        // Partition: the buckets above the cut to the front, then the cut bucket.
+        let mut w = 0;
+        for r in 0..cand.len() {
+            if bucket(cand[r].logit) < cut {
+                cand.swap(w, r);
+                w += 1;
+            }
+        }
+        lo = w;
+        for r in lo..cand.len() {
+            if bucket(cand[r].logit) == cut {
+                cand.swap(w, r);
+                w += 1;
+            }
+        }
+        hi = w;
+        first = false;
     }
 
-    /// Temperature, softmax and the draw over the non-empty `cand`.
-    fn draw(&mut self) -> u32 {
-        let max = self.max_logit();
-        let inv_t = 1.0 / self.config.temperature;
-        self.weights.clear();
-        if max.is_finite() {
-            self.weights.extend(self.cand.iter().map(|&(_, l)| {
-                let w = ((l - max) * inv_t).exp();
-                if w.is_nan() {
-                    0.0
-                } else {
-                    w
+    loop {
+        let len = hi - lo;
+        if len <= SMALL {
+            cand[lo..hi].sort_unstable_by(by_logit_desc);
+            for i in lo..hi {
+                cum += cand[i].w as f64;
+                if cum >= target {
+                    cand.truncate(i + 1);
+                    return;
                 }
-            }));
+            }
+            // Rounding kept the mass just below the target: everything up to `hi` stays.
+            cand.truncate(hi);
+            return;
+        }
+        let m = if first { SMALL } else { len / 2 };
+        first = false;
+        cand[lo..hi].select_nth_unstable_by(m - 1, by_logit_desc);
+        let upper = mass(&cand[lo..lo + m]);
+        if cum + upper >= target {
+            hi = lo + m;
         } else {
-            self.weights.resize(self.cand.len(), 1.0);
+            cum += upper;
+            lo += m;
         }
-        let total: f64 = self.weights.iter().map(|&w| w as f64).sum();
-        let target = self.rng.next_f64() * total;
-        let mut acc = 0.0f64;
-        let mut last = 0;
-        for (i, &w) in self.weights.iter().enumerate() {
-            if w <= 0.0 {
-                continue;
-            }
-            acc += w as f64;
-            last = i;
-            if target < acc {
-                return self.cand[i].0;
-            }
-        }
-        // Rounding left the target at the very top: the last candidate with weight.
-        self.cand[last].0
     }
+}
+
+fn max_logit(cand: &[Cand]) -> f32 {
+    cand.iter().fold(
+        f32::NEG_INFINITY,
+        |m, c| if c.logit > m { c.logit } else { m },
+    )
+}
+
+/// Temperature, softmax and the draw over the non-empty `cand`.
+fn draw(rng: &mut Xoshiro256, weights: &mut Vec<f32>, cand: &[Cand], temperature: f32) -> u32 {
+    let max = max_logit(cand);
+    let inv_t = 1.0 / temperature;
+    weights.clear();
+    if max.is_finite() {
+        weights.extend(cand.iter().map(|c| {
+            let w = ((c.logit - max) * inv_t).exp();
+            if w.is_nan() {
+                0.0
+            } else {
+                w
+            }
+        }));
+    } else {
+        weights.resize(cand.len(), 1.0);
+    }
+    let total: f64 = weights.iter().map(|&w| w as f64).sum();
+    let target = rng.next_f64() * total;
+    let mut acc = 0.0f64;
+    let mut last = 0;
+    for (i, &w) in weights.iter().enumerate() {
+        if w <= 0.0 {
+            continue;
+        }
+        acc += w as f64;
+        last = i;
+        if target < acc {
+            return cand[i].id;
+        }
+    }
+    // Rounding left the target at the very top: the last candidate with weight.
+    cand[last].id
 }
 
 /// The index of the first maximum of `logits` (ties → lowest id); NaN never wins. `None` for
 /// empty or all-NaN logits.
 pub fn greedy(logits: &[f32]) -> Option<u32> {
-    let mut best: Option<(usize, f32)> = None;
-    for (i, &l) in logits.iter().enumerate() {
-        if l.is_nan() {
-            continue;
-        }
-        match best {
-            Some((_, b)) if l <= b => {}
-            _ => best = Some((i, l)),
+    let first = logits.iter().position(|l| !l.is_nan())?;
+    let (mut best, mut best_l) = (first, logits[first]);
+    for (i, &l) in logits.iter().enumerate().skip(first + 1) {
+        // NaN compares false, so it never replaces the best.
+        if l > best_l {
+            best = i;
+            best_l = l;
         }
     }
-    best.and_then(|(i, _)| u32::try_from(i).ok())
+    u32::try_from(best).ok()
 }

@@ -81,7 +81,7 @@ pub fn matmul_into(x: &[f32], weight: &Tensor, xq: &mut Vec<u8>, out: &mut [f32]
         [o, i] => (*o, *i),
         _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
     };
-    let rows = if n_in == 0 { 0 } else { x.len() / n_in };
+    let rows = x.len().checked_div(n_in).unwrap_or(0);
     if rows * n_in != x.len() || out.len() != rows * n_out || n_in % fused.act.block_elems() != 0 {
         return Err(Error::shape(
             OP,

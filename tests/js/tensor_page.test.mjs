@@ -12,7 +12,7 @@ test("the demo page computes tensor ops in wasm", async () => {
     const page = await browser.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${server.address().port}/`);
+    await page.goto(`http://127.0.0.1:${server.address().port}/www/tensors.html`);
     await page.waitForSelector('#status[data-state="ok"]', { timeout: 30_000 });
     const cell = (expr) => page.locator(`td[data-expr="${expr}"]`).innerText();
     assert.equal(await cell("a.add(b), b = [10, 20, 30]"), "[11, 22, 33, 14, 25, 36]");

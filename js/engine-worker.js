@@ -1,0 +1,210 @@
+// The engine's worker: owns the wasm instance, the model and its session.
+import { loadKopitiam } from "./loader.js";
+
+let kw = null;
+let env = null;
+let model = null;
+const controllers = new Map();
+
+function codedError(code, message) {
+  return Object.assign(new Error(message), { code });
+}
+
+/** A macrotask yield (faster than setTimeout) so abort messages get through between tokens. */
+function yieldToEvents() {
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = resolve;
+    ch.port2.postMessage(0);
+  });
+}
+
+function modelInfo() {
+  return { ...model.info, build: kw.buildInfo(), threads: env.threads, memoryBytes: env.memory.buffer.byteLength };
+}
+
+async function readInto(loader, stream, total, id, signal) {
+  const reader = stream.getReader();
+  let loaded = 0;
+  let last = 0;
+  for (;;) {
+    if (signal.aborted) {
+      await reader.cancel().catch(() => {});
+      throw codedError("Aborted", "loading was aborted");
+    }
+    const { done, value } = await reader.read();
+    if (done) break;
+    loader.push(value);
+    loaded += value.byteLength;
+    const now = performance.now();
+    if (now - last > 50) {
+      last = now;
+      postMessage({ id, event: { phase: "download", loaded, total } });
+    }
+  }
+  postMessage({ id, event: { phase: "download", loaded, total } });
+  if (total !== undefined && loaded !== total) {
+    throw codedError("TruncatedDownload", `the download ended after ${loaded} of ${total} bytes`);
+  }
+  return loaded;
+}
+
+const handlers = {
+  async init({ threads, build }) {
+    env = await loadKopitiam({ threads, build });
+    kw = env.module;
+    return { build: kw.buildInfo(), threads: env.threads };
+  },
+
+  async load(msg, signal) {
+    model?.free();
+    model = null;
+    let loader;
+    let total = msg.total;
+    if (msg.buffer) {
+      loader = new kw.ModelLoader(msg.buffer.byteLength);
+      loader.push(new Uint8Array(msg.buffer));
+      postMessage({ id: msg.id, event: { phase: "download", loaded: msg.buffer.byteLength, total: msg.buffer.byteLength } });
+    } else {
+      let stream = msg.stream;
+      if (msg.blob) {
+        stream = msg.blob.stream();
+        total = msg.blob.size;
+      } else if (msg.url) {
+        let response = null;
+        const cache = msg.cache && typeof caches !== "undefined" ? await caches.open("kopitiam-models") : null;
+        if (cache) response = await cache.match(msg.url);
+        if (!response) {
+          try {
+            response = await fetch(msg.url, { signal });
+          } catch (e) {
+            throw signal.aborted ? codedError("Aborted", "the download was aborted") : codedError("NetworkError", `${msg.url}: ${e.message}`);
+          }
+          if (!response.ok) throw codedError("HttpError", `${msg.url}: HTTP ${response.status} ${response.statusText}`);
+          if (cache) {
+            await cache.put(msg.url, response.clone()).catch(() => {});
+          }
+        }
+        total = Number(response.headers.get("content-length")) || undefined;
+        stream = response.body;
+      }
+      loader = new kw.ModelLoader(total);
+      try {
+        await readInto(loader, stream, total, msg.id, signal);
+      } catch (e) {
+        loader.free();
+        throw e;
+      }
+    }
+    postMessage({ id: msg.id, event: { phase: "load", loaded: loader.loaded, total: loader.loaded } });
+    if (signal.aborted) {
+      loader.free();
+      throw codedError("Aborted", "loading was aborted");
+    }
+    model = loader.finish();
+    return modelInfo();
+  },
+
+  tokenize({ text, addSpecial, parseSpecial }) {
+    requireModel();
+    return Array.from(model.tokenize(text, addSpecial, parseSpecial));
+  },
+
+  detokenize({ ids }) {
+    requireModel();
+    return model.detokenize(Uint32Array.from(ids));
+  },
+
+  async generate(msg, signal) {
+    requireModel();
+    const opts = msg.opts ?? {};
+    const prompt = msg.messages ? model.formatChat(msg.messages) : msg.prompt;
+    const ids = typeof prompt === "string" ? model.tokenize(prompt, true, true) : Uint32Array.from(prompt);
+    const maxTokens = opts.maxTokens ?? 128;
+    const context = Math.min(model.info.contextLength, opts.contextLength ?? ids.length + maxTokens);
+    if (ids.length + 1 > context) {
+      throw codedError("ContextFull", `the prompt has ${ids.length} tokens; the context holds ${context}`);
+    }
+    const stops = opts.stop ? [].concat(opts.stop) : [];
+    const session = model.createSession(context);
+    try {
+      const t0 = performance.now();
+      session.prefill(ids, opts);
+      const t1 = performance.now();
+      const tokens = [];
+      let text = "";
+      let stopped = false;
+      while (tokens.length < maxTokens && session.position < session.capacity) {
+        await yieldToEvents();
+        if (signal.aborted) {
+          stopped = true;
+          break;
+        }
+        const step = session.step();
+        if (step.eog) break;
+        tokens.push(step.token);
+        text += step.text;
+        const hit = stops.find((s) => s && text.includes(s));
+        if (hit) {
+          text = text.slice(0, text.indexOf(hit));
+          break;
+        }
+        postMessage({ id: msg.id, event: { token: step.token, text: step.text } });
+      }
+      text += session.flush();
+      const t2 = performance.now();
+      const stats = {
+        promptTokens: ids.length,
+        prefillMs: t1 - t0,
+        generatedTokens: tokens.length,
+        decodeMs: t2 - t1,
+        prefillTokensPerSecond: ids.length / ((t1 - t0) / 1e3),
+        decodeTokensPerSecond: tokens.length / ((t2 - t1) / 1e3),
+      };
+      stats.memoryBytes = env.memory.buffer.byteLength;
+      return { text, tokens, stats, stopped };
+    } finally {
+      session.free();
+    }
+  },
+
+  logits({ ids }) {
+    requireModel();
+    const session = model.createSession(ids.length);
+    try {
+      return session.eval(Uint32Array.from(ids));
+    } finally {
+      session.free();
+    }
+  },
+
+  dispose() {
+    model?.free();
+    model = null;
+    return true;
+  },
+};
+
+function requireModel() {
+  if (!model) throw codedError("NoModel", "no model is loaded: call loadModel first");
+}
+
+self.onmessage = async ({ data }) => {
+  if (data.type === "abort") {
+    controllers.get(data.target)?.abort();
+    return;
+  }
+  const controller = new AbortController();
+  controllers.set(data.id, controller);
+  try {
+    const result = await handlers[data.type](data, controller.signal);
+    const transfer = result instanceof Float32Array ? [result.buffer] : [];
+    postMessage({ id: data.id, ok: true, result }, transfer);
+  } catch (e) {
+    // A trap (a Rust panic is a bug) leaves the instance unusable: report the worker as crashed.
+    const code = e instanceof WebAssembly.RuntimeError ? "WorkerCrashed" : e.code ?? "Error";
+    postMessage({ id: data.id, ok: false, error: { code, message: e.message ?? String(e) } });
+  } finally {
+    controllers.delete(data.id);
+  }
+};

@@ -1,0 +1,172 @@
+// The engine: a model running in a dedicated Worker, so the page never blocks.
+//
+//   const engine = await createEngine({ threads: "auto", build: "auto" });
+//   await engine.loadModel(url, { onProgress, signal });
+//   for await (const piece of engine.generate("Once upon a time", { maxTokens: 64 })) ...
+//
+// Every call is a message to the worker; errors come back as `Error`s with a stable `code`.
+
+let nextId = 1;
+
+function codedError(code, message) {
+  return Object.assign(new Error(message), { code });
+}
+
+class Engine {
+  constructor(worker) {
+    this.worker = worker;
+    this.pending = new Map();
+    this.info = null;
+    this.dead = null;
+    worker.onmessage = ({ data }) => this.#receive(data);
+    worker.onerror = (e) => {
+      e.preventDefault?.();
+      this.#crash(codedError("WorkerCrashed", `the engine worker crashed: ${e.message ?? "unknown error"}`));
+    };
+    worker.onmessageerror = () => this.#crash(codedError("WorkerCrashed", "a message could not be decoded"));
+  }
+
+  #crash(error) {
+    if (this.dead) return;
+    this.dead = error;
+    for (const p of this.pending.values()) p.reject(error);
+    this.pending.clear();
+    this.worker.terminate();
+  }
+
+  #receive(msg) {
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.event) return p.onEvent?.(msg.event);
+    this.pending.delete(msg.id);
+    if (msg.ok) p.resolve(msg.result);
+    else if (msg.error.code === "WorkerCrashed") {
+      p.reject(codedError("WorkerCrashed", msg.error.message));
+      this.#crash(codedError("WorkerCrashed", msg.error.message));
+    }
+    else p.reject(codedError(msg.error.code ?? "Error", msg.error.message));
+  }
+
+  /** Sends one request; `onEvent` receives progress/token events; `signal` aborts it. */
+  call(type, payload = {}, { transfer = [], onEvent, signal } = {}) {
+    if (this.dead) return Promise.reject(this.dead);
+    if (signal?.aborted) return Promise.reject(codedError("Aborted", "aborted before it started"));
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onEvent });
+      signal?.addEventListener("abort", () => this.worker.postMessage({ type: "abort", target: id }), { once: true });
+      this.worker.postMessage({ id, type, ...payload }, transfer);
+    });
+  }
+
+  /**
+   * Loads a GGUF model from a URL string | URL | Response | ArrayBuffer | Uint8Array | Blob |
+   * ReadableStream. The bytes stream into wasm memory in the worker; the page never holds the
+   * model. Resolves to `engine.info`.
+   */
+  async loadModel(source, { onProgress, signal, cache = false } = {}) {
+    let payload;
+    const transfer = [];
+    if (typeof source === "string" || source instanceof URL) {
+      payload = { url: new URL(source, globalThis.location?.href).href, cache };
+    } else if (typeof Response !== "undefined" && source instanceof Response) {
+      if (!source.ok) throw codedError("HttpError", `HTTP ${source.status} ${source.statusText}`);
+      payload = { stream: source.body, total: Number(source.headers.get("content-length")) || undefined };
+      transfer.push(source.body);
+    } else if (source instanceof ArrayBuffer) {
+      payload = { buffer: source };
+      transfer.push(source);
+    } else if (ArrayBuffer.isView(source)) {
+      const copy = source.slice();
+      payload = { buffer: copy.buffer };
+      transfer.push(copy.buffer);
+    } else if (typeof Blob !== "undefined" && source instanceof Blob) {
+      payload = { blob: source };
+    } else if (typeof ReadableStream !== "undefined" && source instanceof ReadableStream) {
+      payload = { stream: source };
+      transfer.push(source);
+    } else {
+      throw codedError("InvalidArgument", "loadModel: unsupported source type");
+    }
+    const info = await this.call("load", payload, { transfer, signal, onEvent: (e) => onProgress?.(e) });
+    this.info = { ...this.info, ...info };
+    return this.info;
+  }
+
+  /** Token ids of `text` (BOS added and special tokens parsed by default). */
+  tokenize(text, { addSpecial = true, parseSpecial = true } = {}) {
+    return this.call("tokenize", { text, addSpecial, parseSpecial });
+  }
+
+  detokenize(ids) {
+    return this.call("detokenize", { ids: Array.from(ids) });
+  }
+
+  /** Streams `{ text, token }` pieces; ends at EOG, `maxTokens`, a stop string, or `signal`. */
+  async *generate(prompt, options = {}) {
+    const queue = [];
+    let wake = null;
+    let done = false;
+    let failure = null;
+    const { signal, ...opts } = options;
+    const finished = this.call("generate", { prompt, opts }, {
+      signal,
+      onEvent: (e) => {
+        queue.push(e);
+        wake?.();
+      },
+    }).then(
+      (r) => { done = r; wake?.(); },
+      (e) => { failure = e; wake?.(); },
+    );
+    for (;;) {
+      while (queue.length) yield queue.shift();
+      if (failure) throw failure;
+      if (done) break;
+      await new Promise((r) => (wake = r));
+      wake = null;
+    }
+    await finished;
+    this.lastResult = done;
+  }
+
+  /** Generates to the end; resolves to `{ text, tokens, stats, stopped }`. */
+  complete(prompt, options = {}) {
+    const { signal, onToken, ...opts } = options;
+    return this.call("generate", { prompt, opts }, { signal, onEvent: onToken });
+  }
+
+  /** `complete` over the model's chat format (`[{ role, content }]`). */
+  chat(messages, options = {}) {
+    const { signal, onToken, ...opts } = options;
+    return this.call("generate", { messages, opts }, { signal, onEvent: onToken });
+  }
+
+  /** Float32Array of the last position's logits for `ids`. */
+  logits(ids) {
+    return this.call("logits", { ids: Array.from(ids) });
+  }
+
+  /** Frees the model and stops the worker. */
+  async dispose() {
+    if (!this.dead) {
+      try {
+        await this.call("dispose");
+      } catch {
+        // the worker is going away either way
+      }
+      this.#crash(codedError("EngineDisposed", "the engine was disposed"));
+    }
+  }
+}
+
+/**
+ * Starts an engine in a dedicated Worker.
+ * @param {{ threads?: number | "auto", build?: "auto" | "simd" | "relaxed" | "threads", workerUrl?: string | URL }} [options]
+ */
+export async function createEngine({ threads = "auto", build = "auto", workerUrl } = {}) {
+  const worker = new Worker(workerUrl ?? new URL("./engine-worker.js", import.meta.url), { type: "module" });
+  const engine = new Engine(worker);
+  engine.info = await engine.call("init", { threads, build });
+  return engine;
+}

@@ -1,0 +1,297 @@
+//! JavaScript classes for running a model: `ModelLoader` (streams a GGUF file into wasm memory),
+//! `Model` (weights + tokenizer) and `Session` (KV cache, sampler, streaming decoder).
+
+use std::rc::Rc;
+
+use super::error::invalid;
+use crate::error::Error;
+use crate::model::chat::{format_gemma, ChatMessage};
+use crate::model::sampler::{Sampler, SamplerConfig};
+use crate::model::tokenizer::StreamDecoder;
+use crate::model::{Logits, Model};
+use wasm_bindgen::prelude::*;
+
+type JsResult<T> = Result<T, JsValue>;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_MODEL: &str = r#"
+/** What a loaded model is. */
+export interface ModelInfo {
+  architecture: string; parameters: number; quantization: string; contextLength: number;
+  vocabSize: number; layers: number; embeddingLength: number; fileSize: number;
+}
+/** Sampling settings; every field optional (temperature 0 = greedy). */
+export interface SamplingOptions {
+  temperature?: number; topK?: number; topP?: number; minP?: number;
+  repeatPenalty?: number; repeatLastN?: number; seed?: number;
+}
+/** One generated token. */
+export interface StepResult { token: number; text: string; eog: boolean; }
+export interface ChatMessage { role: "system" | "user" | "assistant" | "model"; content: string; }
+"#;
+
+/// Receives a GGUF file chunk by chunk straight into wasm memory, so the page never holds the
+/// whole file itself: with a known size it reserves exactly once, otherwise it grows
+/// geometrically.
+#[wasm_bindgen]
+pub struct ModelLoader {
+    buf: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl ModelLoader {
+    /// `totalBytes`: the size when known (Content-Length), for a single exact allocation.
+    #[wasm_bindgen(constructor)]
+    pub fn new(total_bytes: Option<f64>) -> JsResult<ModelLoader> {
+        let mut buf = Vec::new();
+        if let Some(n) = total_bytes.filter(|n| *n > 0.0) {
+            let n = n as usize;
+            buf.try_reserve_exact(n)
+                .map_err(|_| JsValue::from(Error::AllocationFailed { bytes: n }))?;
+        }
+        Ok(ModelLoader { buf })
+    }
+
+    /// Appends one chunk of the file.
+    pub fn push(&mut self, chunk: &[u8]) -> JsResult<()> {
+        self.buf.try_reserve(chunk.len()).map_err(|_| {
+            JsValue::from(Error::AllocationFailed {
+                bytes: self.buf.len() + chunk.len(),
+            })
+        })?;
+        self.buf.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Bytes received so far.
+    #[wasm_bindgen(getter)]
+    pub fn loaded(&self) -> f64 {
+        self.buf.len() as f64
+    }
+
+    /// Parses the file and loads the model; the buffer becomes the weights' storage.
+    pub fn finish(self) -> JsResult<JsModel> {
+        Ok(JsModel {
+            model: Rc::new(Model::load(self.buf)?),
+        })
+    }
+}
+
+/// A loaded model: its weights stay in the file's bytes inside wasm memory.
+#[wasm_bindgen(js_name = Model)]
+pub struct JsModel {
+    model: Rc<Model>,
+}
+
+fn set(obj: &js_sys::Object, key: &str, value: JsValue) {
+    // Defining a property on a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(obj, &key.into(), &value);
+}
+
+#[wasm_bindgen(js_class = Model)]
+impl JsModel {
+    /// Loads a model from the whole file (copied into wasm memory; prefer `ModelLoader` for
+    /// large files).
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(bytes: Vec<u8>) -> JsResult<JsModel> {
+        Ok(JsModel {
+            model: Rc::new(Model::load(bytes)?),
+        })
+    }
+
+    #[wasm_bindgen(getter, unchecked_return_type = "ModelInfo")]
+    pub fn info(&self) -> js_sys::Object {
+        let m = &self.model;
+        let o = js_sys::Object::new();
+        let quant = m
+            .gguf
+            .tensors
+            .iter()
+            .filter(|t| t.dims.len() == 2)
+            .map(|t| t.dtype.name())
+            .max_by_key(|name| {
+                m.gguf
+                    .tensors
+                    .iter()
+                    .filter(|t| t.dtype.name() == *name)
+                    .count()
+            })
+            .unwrap_or("f32");
+        set(
+            &o,
+            "architecture",
+            m.gguf.architecture().unwrap_or("?").into(),
+        );
+        set(&o, "parameters", (m.parameter_count() as f64).into());
+        set(&o, "quantization", quant.into());
+        set(&o, "contextLength", (m.config.context_length as f64).into());
+        set(&o, "vocabSize", (m.config.n_vocab as f64).into());
+        set(&o, "layers", (m.config.n_layer as f64).into());
+        set(&o, "embeddingLength", (m.config.n_embd as f64).into());
+        set(&o, "fileSize", (m.file_size() as f64).into());
+        o
+    }
+
+    /// Token ids of `text` (BOS added when `addSpecial`; special tokens parsed when `parseSpecial`).
+    pub fn tokenize(
+        &self,
+        text: &str,
+        add_special: Option<bool>,
+        parse_special: Option<bool>,
+    ) -> Vec<u32> {
+        self.model.tokenizer.encode(
+            text,
+            add_special.unwrap_or(true),
+            parse_special.unwrap_or(true),
+        )
+    }
+
+    /// Text of `ids` (control tokens omitted unless `special`).
+    pub fn detokenize(&self, ids: Vec<u32>, special: Option<bool>) -> JsResult<String> {
+        Ok(self
+            .model
+            .tokenizer
+            .decode(&ids, special.unwrap_or(false))?)
+    }
+
+    /// Whether `id` ends a generation (end of turn / end of sequence).
+    #[wasm_bindgen(js_name = isEndOfGeneration)]
+    pub fn is_eog(&self, id: u32) -> bool {
+        self.model.tokenizer.is_eog(id)
+    }
+
+    /// The Gemma chat prompt for `messages` (`[{ role, content }]`), ending with the model turn.
+    #[wasm_bindgen(js_name = formatChat)]
+    pub fn format_chat(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+    ) -> JsResult<String> {
+        let arr = js_sys::Array::from(&messages);
+        let mut list = Vec::new();
+        for m in arr.iter() {
+            let get = |k: &str| {
+                js_sys::Reflect::get(&m, &k.into())
+                    .ok()
+                    .and_then(|v| v.as_string())
+                    .ok_or_else(|| {
+                        invalid("formatChat", format!("every message needs a string {k}"))
+                    })
+            };
+            list.push(ChatMessage::new(get("role")?, get("content")?));
+        }
+        Ok(format_gemma(&list, true))
+    }
+
+    /// A session with a KV cache for `context` positions.
+    #[wasm_bindgen(js_name = createSession)]
+    pub fn create_session(&self, context: usize) -> JsResult<JsSession> {
+        Ok(JsSession {
+            session: self.model.session(context)?,
+            model: self.model.clone(),
+            sampler: Sampler::new(SamplerConfig::default()),
+            decoder: StreamDecoder::new(),
+            logits: Vec::new(),
+        })
+    }
+}
+
+/// One sequence: evaluate a prompt, then step token by token.
+#[wasm_bindgen(js_name = Session)]
+pub struct JsSession {
+    model: Rc<Model>,
+    session: crate::model::Session,
+    sampler: Sampler,
+    decoder: StreamDecoder,
+    logits: Vec<f32>,
+}
+
+fn num(obj: &JsValue, key: &str) -> Option<f64> {
+    js_sys::Reflect::get(obj, &key.into())
+        .ok()
+        .and_then(|v| v.as_f64())
+}
+
+#[wasm_bindgen(js_class = Session)]
+impl JsSession {
+    /// Evaluates `ids` after what the session holds (one batched call) and returns the logits
+    /// of the last position.
+    pub fn eval(&mut self, ids: Vec<u32>) -> JsResult<Vec<f32>> {
+        let logits = self.session.eval(&self.model, &ids, Logits::Last)?;
+        self.logits.clear();
+        self.logits.extend_from_slice(logits);
+        Ok(self.logits.clone())
+    }
+
+    /// Evaluates a prompt and sets up sampling for `step()`.
+    pub fn prefill(
+        &mut self,
+        ids: Vec<u32>,
+        #[wasm_bindgen(unchecked_param_type = "SamplingOptions")] options: JsValue,
+    ) -> JsResult<()> {
+        let d = SamplerConfig::default();
+        let cfg = SamplerConfig {
+            temperature: num(&options, "temperature").map_or(d.temperature, |v| v as f32),
+            top_k: num(&options, "topK").map_or(d.top_k, |v| v.max(0.0) as usize),
+            top_p: num(&options, "topP").map_or(d.top_p, |v| v as f32),
+            min_p: num(&options, "minP").map_or(d.min_p, |v| v as f32),
+            repeat_penalty: num(&options, "repeatPenalty").map_or(d.repeat_penalty, |v| v as f32),
+            repeat_last_n: num(&options, "repeatLastN")
+                .map_or(d.repeat_last_n, |v| v.max(0.0) as usize),
+            seed: num(&options, "seed").map_or(d.seed, |v| v.max(0.0) as u64),
+        };
+        self.sampler = Sampler::new(cfg);
+        self.decoder = StreamDecoder::new();
+        let logits = self.session.eval(&self.model, &ids, Logits::Last)?;
+        self.logits.clear();
+        self.logits.extend_from_slice(logits);
+        Ok(())
+    }
+
+    /// Samples the next token from the current logits and, unless it ends the generation,
+    /// evaluates it. Returns `{ token, text, eog }`; `text` is only whole UTF-8 characters.
+    #[wasm_bindgen(unchecked_return_type = "StepResult")]
+    pub fn step(&mut self) -> JsResult<js_sys::Object> {
+        if self.logits.is_empty() {
+            return Err(invalid("step", "call prefill() first"));
+        }
+        let t = self.sampler.sample(&self.logits, self.session.tokens())?;
+        let eog = self.model.tokenizer.is_eog(t);
+        let text = if eog {
+            self.decoder.finish()
+        } else {
+            self.decoder.push(&self.model.tokenizer, t)?
+        };
+        if !eog {
+            let logits = self.session.eval(&self.model, &[t], Logits::Last)?;
+            self.logits.copy_from_slice(logits);
+        }
+        let o = js_sys::Object::new();
+        set(&o, "token", (t as f64).into());
+        set(&o, "text", text.into());
+        set(&o, "eog", eog.into());
+        Ok(o)
+    }
+
+    /// Text held back because it ended inside a UTF-8 character.
+    pub fn flush(&mut self) -> String {
+        self.decoder.finish()
+    }
+
+    /// Positions used so far.
+    #[wasm_bindgen(getter)]
+    pub fn position(&self) -> usize {
+        self.session.tokens().len()
+    }
+
+    /// Positions the KV cache holds.
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> usize {
+        self.session.capacity()
+    }
+
+    /// Starts over from an empty context.
+    pub fn reset(&mut self) {
+        self.session.reset();
+        self.logits.clear();
+    }
+}
