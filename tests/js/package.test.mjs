@@ -1,0 +1,81 @@
+// The packed npm tarball, installed into a fresh consumer folder, used from Node (Tensor API and
+// a model from a file) and from a plain ES-module page with no bundler (the Worker engine).
+import test from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer } from "node:http";
+import { createReadStream, statSync } from "node:fs";
+import { launch } from "./browser.mjs";
+
+const repo = new URL("../..", import.meta.url).pathname;
+const reference = JSON.parse(readFileSync(join(repo, "tests/fixtures/tiny-gemma3/reference.json")));
+const hello = reference.find((c) => c.prompt === "Hello world");
+let dir;
+
+test.before(() => {
+  dir = mkdtempSync(join(tmpdir(), "kopitiam-consumer-"));
+  const tgz = execFileSync("npm", ["pack", "--silent", "--pack-destination", dir], { cwd: repo }).toString().trim().split("\n").pop();
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--silent", join(dir, tgz)], { cwd: dir });
+  copyFileSync(join(repo, "tests/fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf"), join(dir, "tiny.gguf"));
+});
+
+test("Node 20: Tensor API and a model from a file", () => {
+  writeFileSync(join(dir, "node.mjs"), `
+    import { readFileSync } from "node:fs";
+    import { createRequire } from "node:module";
+    import { initSync, Tensor, Model } from "kopitiam-wasm";
+    const wasm = readFileSync(createRequire(import.meta.url).resolve("kopitiam-wasm/wasm"));
+    initSync({ module: wasm });
+    const a = Tensor.fromFloat32Array(new Float32Array([1, 2, 3, 4]), [2, 2]);
+    const sum = Array.from(a.add(a.transpose(0, 1)).toFloat32Array());
+    const model = Model.fromBytes(readFileSync("tiny.gguf"));
+    const ids = model.tokenize("Hello world");
+    const s = model.createSession(64);
+    s.prefill(ids, { temperature: 0 });
+    const out = [];
+    for (let i = 0; i < 8; i++) out.push(s.step().token);
+    console.log(JSON.stringify({ sum, ids: Array.from(ids), out }));
+  `);
+  const r = JSON.parse(execFileSync("node", ["node.mjs"], { cwd: dir }).toString());
+  assert.deepEqual(r.sum, [2, 5, 5, 8]);
+  assert.deepEqual(r.ids, hello.tokens);
+  assert.deepEqual(r.out, hello.greedy.slice(0, 8));
+});
+
+test("a plain <script type=module> page with no bundler runs the engine", async () => {
+  writeFileSync(join(dir, "index.html"), `<!doctype html><script type="module">
+    import { createEngine } from "./node_modules/kopitiam-wasm/js/index.js";
+    const engine = await createEngine();
+    await engine.loadModel("./tiny.gguf");
+    const r = await engine.complete("Hello world", { maxTokens: 8, temperature: 0 });
+    window.result = { tokens: r.tokens, build: engine.info.build };
+  </script>`);
+  const server = createServer((req, res) => {
+    const path = join(dir, decodeURIComponent(new URL(req.url, "http://x").pathname));
+    try {
+      const type = path.endsWith(".js") ? "text/javascript" : path.endsWith(".wasm") ? "application/wasm" : path.endsWith(".html") ? "text/html" : "application/octet-stream";
+      res.writeHead(200, { "Content-Type": type, "Content-Length": statSync(path).size,
+        "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" });
+      createReadStream(path).pipe(res);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const browser = await launch();
+  try {
+    const page = await browser.newPage();
+    await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
+    await page.waitForFunction(() => window.result, null, { timeout: 60_000 });
+    const r = await page.evaluate(() => window.result);
+    assert.deepEqual(r.tokens, hello.greedy.slice(0, 8));
+    assert.equal(r.build, "simd128+threads");
+  } finally {
+    await browser.close();
+    server.close();
+  }
+});
