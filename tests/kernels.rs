@@ -76,6 +76,39 @@ fn block_dots_equal_scalar_twins_bit_for_bit() {
 }
 
 #[test]
+fn signed_byte_sums_equal_scalar_twin() {
+    // The inner integer sum of the K-quant and Q5_0 dots, at odd lengths and extreme values.
+    let mut rng = Rng::new(31);
+    for n in [0, 1, 15, 16, 17, 32, 33, 256, 1000] {
+        let a: Vec<i8> = (0..n)
+            .map(|i| {
+                if i % 9 == 0 {
+                    -128
+                } else {
+                    rng.next_u64() as i8
+                }
+            })
+            .collect();
+        let b: Vec<u8> = (0..n)
+            .map(|i| {
+                if i % 7 == 0 {
+                    0x80
+                } else {
+                    rng.next_u64() as u8
+                }
+            })
+            .collect();
+        let want: i64 = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| x as i64 * (y as i8) as i64)
+            .sum();
+        assert_eq!(kernels::isum_i8(&a, &b) as i64, want, "n={n}");
+        assert_eq!(scalar::isum_i8(&a, &b) as i64, want, "n={n}");
+    }
+}
+
+#[test]
 fn scalar_dots_match_dequantized_f64_dot() {
     let mut rng = Rng::new(9);
     for blocks in [1, 4, 9] {
@@ -176,6 +209,91 @@ mod f32_kernels {
         let mut with_nan = vec![1.0f32; 9];
         with_nan[6] = f32::NAN;
         assert!(k::max(&with_nan).is_nan() && s::max(&with_nan).is_nan());
+    }
+
+    /// |a − b| in units of b's last place (for normal b), or absolute difference / MIN_POSITIVE.
+    fn ulps(a: f32, b: f32) -> f32 {
+        if a == b || (a.is_nan() && b.is_nan()) {
+            return 0.0;
+        }
+        let ulp = f32::EPSILON * b.abs().max(f32::MIN_POSITIVE);
+        (a - b).abs() / ulp
+    }
+
+    #[test]
+    fn unary_kernels_within_stated_bounds_of_scalar_twins() {
+        use kopitiam_wasm::ops::kernels::Unary;
+        let mut xs: Vec<f32> = (-2000..=2000).map(|i| i as f32 * 0.05).collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            1e-30,
+            -1e-30,
+            88.0,
+            88.7,
+            89.5,
+            -87.0,
+            -103.0,
+            -110.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ]);
+        xs.extend(Rng::new(3).vec(1001, 30.0));
+        let exact = [
+            Unary::Neg,
+            Unary::Abs,
+            Unary::Relu,
+            Unary::Affine(1.5, -0.25),
+            Unary::Sqrt,
+            Unary::Log,
+        ];
+        for op in exact {
+            let (mut a, mut b) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
+            k::unary(op, &xs, &mut a);
+            s::unary(op, &xs, &mut b);
+            assert!(
+                a.iter()
+                    .zip(&b)
+                    .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan())),
+                "{op:?}"
+            );
+        }
+        // Transcendentals: exp within 3 ulp (normal results); silu/sigmoid inherit it through
+        // one add and one divide (≤ 5 ulp); tanh/gelu within 4e-7 absolute (× (1 + |x|)).
+        for (op, rel_ulps, abs) in [
+            (Unary::Exp, 3.0, 0.0),
+            (Unary::Silu, 5.0, 1e-37),
+            (Unary::Sigmoid, 5.0, 1e-37),
+            (Unary::Tanh, 0.0, 4e-7),
+            (Unary::Gelu, 0.0, 4e-7),
+        ] {
+            let (mut a, mut b) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
+            k::unary(op, &xs, &mut a);
+            s::unary(op, &xs, &mut b);
+            for ((&x, &p), &q) in xs.iter().zip(&a).zip(&b) {
+                let ok = if abs > 0.0 && rel_ulps == 0.0 {
+                    (p - q).abs() <= abs * (1.0 + x.abs()) || p == q || (p.is_nan() && q.is_nan())
+                } else {
+                    q.abs() < f32::MIN_POSITIVE && (p - q).abs() <= f32::MIN_POSITIVE
+                        || ulps(p, q) <= rel_ulps
+                        || (p - q).abs() <= abs
+                };
+                assert!(ok, "{op:?}({x}): kernel {p}, libm {q}");
+            }
+        }
+    }
+
+    #[test]
+    fn sum_squares_rounds_to_the_same_mean() {
+        let mut rng = Rng::new(6);
+        for n in [1, 3, 4, 5, 64, 640, 2049] {
+            let x = rng.vec(n, 50.0);
+            let (a, b) = (k::sum_squares(&x), s::sum_squares(&x));
+            // Two f64 lanes vs one: the difference is far below an f32 ulp of the mean.
+            assert!(((a - b) / b).abs() < 1e-13, "n={n}: {a} vs {b}");
+            assert_eq!((a / n as f64) as f32, (b / n as f64) as f32, "n={n}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Softmax and the normalisations.
 
-use super::kernels;
+use super::kernels::{self, Arith, Unary};
 use crate::error::{Error, Result};
 use crate::storage::try_vec;
 use crate::strided::for_each_row;
@@ -25,14 +25,17 @@ impl Tensor {
     fn softmax_last_axis(&self) -> Result<Tensor> {
         self.last_dim_op("softmax", |x, y| {
             let m = kernels::max(x);
-            let mut sum = 0.0f64;
-            for (y, &v) in y.iter_mut().zip(x) {
-                *y = (v - m).exp();
-                sum += *y as f64;
+            kernels::binary_scalar_rhs(Arith::Sub, x, m, y);
+            // exp through the same kernel `Tensor::exp` uses, a stack tile at a time.
+            let mut tile = [0.0f32; 64];
+            for chunk in y.chunks_mut(64) {
+                let t = &mut tile[..chunk.len()];
+                t.copy_from_slice(chunk);
+                kernels::unary(Unary::Exp, t, chunk);
             }
-            let s = sum as f32;
-            for y in y.iter_mut() {
-                *y /= s;
+            let s = y.iter().fold(0.0f64, |acc, &v| acc + v as f64) as f32;
+            for v in y.iter_mut() {
+                *v /= s;
             }
         })
     }
@@ -107,7 +110,7 @@ impl Tensor {
 /// `scale = 1 / sqrtf(mean + eps)`, `y = (x · scale) · w`. The model's forward pass calls this
 /// directly on its scratch buffers.
 pub fn rms_norm_row(x: &[f32], w: &[f32], eps: f32, y: &mut [f32]) {
-    let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
+    let sum = kernels::sum_squares(x);
     let mean = (sum / x.len().max(1) as f64) as f32;
     let scale = 1.0 / (mean + eps).sqrt();
     for ((y, &v), &w) in y.iter_mut().zip(x).zip(w) {

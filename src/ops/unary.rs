@@ -1,5 +1,6 @@
 //! Elementwise unary ops.
 
+use super::kernels::{self, Unary};
 use crate::error::Result;
 use crate::storage::try_vec;
 use crate::strided::for_each_row;
@@ -9,8 +10,9 @@ use crate::Tensor;
 const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 
 impl Tensor {
-    /// Applies `f` to every element, writing a contiguous result.
-    pub(crate) fn unary_op(&self, op: &'static str, f: impl Fn(f32) -> f32) -> Result<Tensor> {
+    /// Applies `k` to every element, writing a contiguous result: contiguous rows go through the
+    /// vector kernel, strided rows element by element.
+    pub(crate) fn unary_op(&self, op: &'static str, k: Unary) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
         let mut out = try_vec(self.elem_count(), 0.0f32)?;
         let mut pos = 0;
@@ -19,8 +21,13 @@ impl Tensor {
             [self.strides()],
             [self.offset()],
             |[o], n, [s]| {
-                for (j, y) in out[pos..pos + n].iter_mut().enumerate() {
-                    *y = f(a[o + j * s]);
+                let y = &mut out[pos..pos + n];
+                if s == 1 {
+                    kernels::unary(k, &a[o..o + n], y);
+                } else {
+                    for (j, y) in y.iter_mut().enumerate() {
+                        *y = k.apply(a[o + j * s]);
+                    }
                 }
                 pos += n;
             },
@@ -29,54 +36,54 @@ impl Tensor {
     }
 
     pub fn neg(&self) -> Result<Tensor> {
-        self.unary_op("neg", |x| -x)
+        self.unary_op("neg", Unary::Neg)
     }
 
     pub fn abs(&self) -> Result<Tensor> {
-        self.unary_op("abs", f32::abs)
+        self.unary_op("abs", Unary::Abs)
     }
 
     pub fn exp(&self) -> Result<Tensor> {
-        self.unary_op("exp", f32::exp)
+        self.unary_op("exp", Unary::Exp)
     }
 
     /// Natural logarithm (`-inf` at 0, NaN below).
     pub fn log(&self) -> Result<Tensor> {
-        self.unary_op("log", f32::ln)
+        self.unary_op("log", Unary::Log)
     }
 
     pub fn sqrt(&self) -> Result<Tensor> {
-        self.unary_op("sqrt", f32::sqrt)
+        self.unary_op("sqrt", Unary::Sqrt)
     }
 
     pub fn relu(&self) -> Result<Tensor> {
-        self.unary_op("relu", |x| if x > 0.0 { x } else { 0.0 })
+        self.unary_op("relu", Unary::Relu)
     }
 
     /// `x * mul + add`.
     pub fn affine(&self, mul: f32, add: f32) -> Result<Tensor> {
-        self.unary_op("affine", |x| x * mul + add)
+        self.unary_op("affine", Unary::Affine(mul, add))
     }
 
     /// SiLU / swish: `x * sigmoid(x) = x / (1 + exp(-x))` (LLaMA-family FFNs).
     pub fn silu(&self) -> Result<Tensor> {
-        self.unary_op("silu", |x| x / (1.0 + (-x).exp()))
+        self.unary_op("silu", Unary::Silu)
     }
 
     /// GELU, tanh form: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` — what Gemma and the
     /// GPT-2 lineage use; within 1e-3 of the erf form everywhere.
     pub fn gelu(&self) -> Result<Tensor> {
-        self.unary_op("gelu", gelu_tanh)
+        self.unary_op("gelu", Unary::Gelu)
     }
 
     /// `tanh(x)`, in (-1, 1).
     pub fn tanh(&self) -> Result<Tensor> {
-        self.unary_op("tanh", f32::tanh)
+        self.unary_op("tanh", Unary::Tanh)
     }
 
     /// Logistic sigmoid `1 / (1 + exp(-x))`, in (0, 1).
     pub fn sigmoid(&self) -> Result<Tensor> {
-        self.unary_op("sigmoid", |x| 1.0 / (1.0 + (-x).exp()))
+        self.unary_op("sigmoid", Unary::Sigmoid)
     }
 
     /// Alias of [`Tensor::sigmoid`] under Tesseract's name.

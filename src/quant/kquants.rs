@@ -18,6 +18,7 @@
 use crate::dtype::DType;
 
 use super::blocks::read_f16;
+use super::kernels::isum_i8;
 
 /// Elements per K super-block.
 pub const QK_K: usize = 256;
@@ -228,11 +229,8 @@ fn vec_dot_q45_k_q8_k(dtype: DType, w: &[u8], x: &[u8]) -> f32 {
         let (mut isum, mut msum) = (0i32, 0i32);
         for (j, (qw, qa)) in q.chunks_exact(32).zip(qx.chunks_exact(32)).enumerate() {
             let (sc, m) = get_scale_min_k4(j, scales);
-            let dot: i32 = qw
-                .iter()
-                .zip(qa)
-                .map(|(&a, &b)| a as i32 * (b as i8) as i32)
-                .sum();
+            // Q4_K/Q5_K quants are 0..=31, so they are also valid i8.
+            let dot = isum_i8(bytemuck::cast_slice(qw), qa);
             isum += sc as i32 * dot;
             msum += m as i32 * q8_k_sub_sum(bsums, j);
         }
@@ -273,11 +271,7 @@ pub fn vec_dot_q6_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
             .zip(qx.chunks_exact(16))
             .zip(&wb[192..208])
         {
-            let dot: i32 = qw
-                .iter()
-                .zip(qa)
-                .map(|(&a, &b)| a as i32 * (b as i8) as i32)
-                .sum();
+            let dot = isum_i8(qw, qa);
             isum += (sc as i8) as i32 * dot;
         }
         sum += read_f16(&wb[208..210]) * read_f32(xb) * isum as f32;

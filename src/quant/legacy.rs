@@ -8,6 +8,7 @@
 use crate::dtype::DType;
 
 use super::blocks::read_f16;
+use super::kernels::isum_i8;
 
 /// Elements per Q4_1 / Q5_0 / Q5_1 block.
 const QK: usize = 32;
@@ -86,12 +87,13 @@ pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         .zip(x.chunks_exact(DType::Q8_0.block_bytes()))
     {
         let h = read_qh(&wb[2..6]);
-        let qx = &xb[2..];
-        let mut isum = 0i32;
+        let mut q = [0i8; QK];
         for (j, &b) in wb[6..].iter().enumerate() {
             let (lo, hi) = q5_pair(b, h, j);
-            isum += (lo - 16) * (qx[j] as i8) as i32 + (hi - 16) * (qx[j + QK / 2] as i8) as i32;
+            q[j] = (lo - 16) as i8;
+            q[j + QK / 2] = (hi - 16) as i8;
         }
+        let isum = isum_i8(&q, &xb[2..]);
         sum += read_f16(wb) * read_f16(xb) * isum as f32;
     }
     sum

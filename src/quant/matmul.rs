@@ -1,7 +1,8 @@
 //! Fused quantized matmul: activations quantized once per row (to Q8_0, or Q8_K for the K
-//! formats), integer block dots, scales applied per block. The weight bytes are read in place, never expanded to f32.
+//! formats), integer block dots, scales applied per block. The weight bytes are read in place,
+//! never expanded to f32.
 
-use super::traits::quant_type;
+use super::traits::{quant_type, FusedDot};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::storage::try_vec;
@@ -20,13 +21,7 @@ impl Tensor {
     /// ranks, a different `in`, or an `in` that is not a whole number of activation blocks.
     pub fn quantized_matmul(&self, weight: &Tensor) -> Result<Tensor> {
         const OP: &str = "quantized_matmul";
-        let fused =
-            quant_type(weight.dtype())
-                .and_then(|t| t.fused)
-                .ok_or(Error::UnsupportedDType {
-                    op: OP,
-                    dtype: weight.dtype(),
-                })?;
+        let fused = fused_kernel(weight.dtype())?;
         if self.dtype() != DType::F32 {
             return Err(Error::DTypeMismatch {
                 op: OP,
@@ -70,13 +65,7 @@ impl Tensor {
 /// one thread, so the bytes never depend on the split.
 pub fn matmul_into(x: &[f32], weight: &Tensor, xq: &mut Vec<u8>, out: &mut [f32]) -> Result<()> {
     const OP: &str = "quantized_matmul";
-    let fused =
-        quant_type(weight.dtype())
-            .and_then(|t| t.fused)
-            .ok_or(Error::UnsupportedDType {
-                op: OP,
-                dtype: weight.dtype(),
-            })?;
+    let fused = fused_kernel(weight.dtype())?;
     let (n_out, n_in) = match weight.dims() {
         [o, i] => (*o, *i),
         _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
@@ -120,4 +109,14 @@ pub fn matmul_into(x: &[f32], weight: &Tensor, xq: &mut Vec<u8>, out: &mut [f32]
         }
     });
     Ok(())
+}
+
+/// The fused kernel for weights of `dtype`, or [`Error::UnsupportedDType`].
+fn fused_kernel(dtype: DType) -> Result<FusedDot> {
+    quant_type(dtype)
+        .and_then(|t| t.fused)
+        .ok_or(Error::UnsupportedDType {
+            op: "quantized_matmul",
+            dtype,
+        })
 }

@@ -4,7 +4,9 @@
 //! Every SIMD kernel returns the same bits as its scalar twin: elementwise kernels do the same
 //! IEEE operation per element (wasm SIMD has no implicit FMA), and `dot` fixes its summation
 //! order — element `i` goes to accumulator `i % 4`, the tail to lanes 0.. in order, and the
-//! result is `(acc0 + acc1) + (acc2 + acc3)`.
+//! result is `(acc0 + acc1) + (acc2 + acc3)`. Two exceptions, with bounds the tests check:
+//! transcendental `unary` ops use a vectorised `exp` (≤ 3 ulp from libm's; `tanh` ≤ 4e-7
+//! absolute), and `sum_squares` adds in two f64 lanes (rounding to f32 afterwards hides it).
 
 pub mod scalar;
 
@@ -12,10 +14,10 @@ pub mod scalar;
 pub mod simd128;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-pub use scalar::{axpy, binary, binary_scalar_rhs, dot, max};
+pub use scalar::{axpy, binary, binary_scalar_rhs, dot, max, sum_squares, unary};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub use simd128::{axpy, binary, binary_scalar_rhs, dot, max};
+pub use simd128::{axpy, binary, binary_scalar_rhs, dot, max, sum_squares, unary};
 
 /// The arithmetic binary ops that have vector kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,52 @@ impl Arith {
             Arith::Sub => a - b,
             Arith::Mul => a * b,
             Arith::Div => a / b,
+        }
+    }
+}
+
+/// The unary ops that have vector kernels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unary {
+    Neg,
+    Abs,
+    Relu,
+    /// `x * mul + add`
+    Affine(f32, f32),
+    Exp,
+    /// Natural logarithm (libm in every build).
+    Log,
+    Sqrt,
+    /// `x / (1 + exp(-x))`
+    Silu,
+    /// `1 / (1 + exp(-x))`
+    Sigmoid,
+    Tanh,
+    /// GELU, tanh form
+    Gelu,
+}
+
+impl Unary {
+    #[inline(always)]
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Unary::Neg => -x,
+            Unary::Abs => x.abs(),
+            Unary::Relu => {
+                if x > 0.0 {
+                    x
+                } else {
+                    0.0
+                }
+            }
+            Unary::Affine(m, a) => x * m + a,
+            Unary::Exp => x.exp(),
+            Unary::Log => x.ln(),
+            Unary::Sqrt => x.sqrt(),
+            Unary::Silu => x / (1.0 + (-x).exp()),
+            Unary::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Unary::Tanh => x.tanh(),
+            Unary::Gelu => crate::ops::gelu_tanh(x),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Scalar twins of the f32 kernels.
 
-use super::Arith;
+use super::{Arith, Unary};
 
 /// `y[i] += a * x[i]`.
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
@@ -47,4 +47,16 @@ pub fn max(x: &[f32]) -> f32 {
         m = m.max(v);
     }
     m
+}
+
+/// `out[i] = op(x[i])` with the platform's libm (`f32::exp`, `f32::tanh`).
+pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = op.apply(v);
+    }
+}
+
+/// Σ x[i]² in f64 (each square rounded to f32 first, as ggml's RMSNorm does), sequentially.
+pub fn sum_squares(x: &[f32]) -> f64 {
+    x.iter().map(|&v| (v * v) as f64).sum()
 }

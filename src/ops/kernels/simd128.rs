@@ -2,7 +2,7 @@
 
 use core::arch::wasm32::*;
 
-use super::Arith;
+use super::{Arith, Unary};
 
 #[inline(always)]
 fn load(x: &[f32]) -> v128 {
@@ -106,4 +106,110 @@ pub fn max(x: &[f32]) -> f32 {
         r = r.max(v);
     }
     r
+}
+
+/// e^x for four lanes: Cody–Waite reduction `x = k·ln2 + r` (|r| ≤ ln2/2, ln2 split in two so
+/// `r` is exact to ~2^-32), a degree-7 Taylor polynomial for e^r (truncation < 2^-27), then
+/// scaling by 2^k through the exponent bits in two steps so no intermediate overflows.
+/// Saturates to 0 / inf outside [-104, 89]; NaN stays NaN.
+#[inline(always)]
+fn exp4(x: v128) -> v128 {
+    let x = f32x4_pmin(f32x4_pmax(x, f32x4_splat(-104.0)), f32x4_splat(89.0));
+    let k = f32x4_nearest(f32x4_mul(x, f32x4_splat(core::f32::consts::LOG2_E)));
+    let r = f32x4_sub(x, f32x4_mul(k, f32x4_splat(0.693_145_75)));
+    let r = f32x4_sub(r, f32x4_mul(k, f32x4_splat(1.428_606_8e-6)));
+    let mut p = f32x4_splat(1.0 / 5040.0);
+    for c in [
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ] {
+        p = f32x4_add(f32x4_mul(p, r), f32x4_splat(c));
+    }
+    // 2^k as two factors 2^(k/2) · 2^(k - k/2), each a valid normal or subnormal-free power.
+    let ki = i32x4_trunc_sat_f32x4(k);
+    let k1 = i32x4_shr(ki, 1);
+    let k2 = i32x4_sub(ki, k1);
+    let pow = |e: v128| i32x4_shl(i32x4_add(e, i32x4_splat(127)), 23);
+    f32x4_mul(f32x4_mul(p, pow(k1)), pow(k2))
+}
+
+#[inline(always)]
+fn unary4(op: Unary, x: v128) -> v128 {
+    let one = f32x4_splat(1.0);
+    match op {
+        Unary::Neg => f32x4_neg(x),
+        Unary::Abs => f32x4_abs(x),
+        Unary::Relu => v128_and(x, f32x4_gt(x, f32x4_splat(0.0))),
+        Unary::Affine(m, a) => f32x4_add(f32x4_mul(x, f32x4_splat(m)), f32x4_splat(a)),
+        Unary::Exp => exp4(x),
+        Unary::Sqrt => f32x4_sqrt(x),
+        Unary::Log => f32x4(
+            f32x4_extract_lane::<0>(x).ln(),
+            f32x4_extract_lane::<1>(x).ln(),
+            f32x4_extract_lane::<2>(x).ln(),
+            f32x4_extract_lane::<3>(x).ln(),
+        ),
+        Unary::Silu => f32x4_div(x, f32x4_add(one, exp4(f32x4_neg(x)))),
+        Unary::Sigmoid => f32x4_div(one, f32x4_add(one, exp4(f32x4_neg(x)))),
+        Unary::Tanh => tanh4(x),
+        Unary::Gelu => {
+            let inner = f32x4_mul(
+                f32x4_splat(0.797_884_6),
+                f32x4_add(
+                    x,
+                    f32x4_mul(f32x4_splat(0.044715), f32x4_mul(x, f32x4_mul(x, x))),
+                ),
+            );
+            f32x4_mul(f32x4_mul(f32x4_splat(0.5), x), f32x4_add(one, tanh4(inner)))
+        }
+    }
+}
+
+/// tanh(x) = sign(x)·(1 − 2/(e^{2|x|} + 1)); absolute error ≤ 4e-7 (the subtraction loses
+/// relative accuracy near 0, which is why the bound is absolute).
+#[inline(always)]
+fn tanh4(x: v128) -> v128 {
+    let ax = f32x4_abs(x);
+    let e = exp4(f32x4_add(ax, ax));
+    let t = f32x4_sub(
+        f32x4_splat(1.0),
+        f32x4_div(f32x4_splat(2.0), f32x4_add(e, f32x4_splat(1.0))),
+    );
+    v128_or(t, v128_and(x, f32x4_splat(-0.0)))
+}
+
+pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
+    let n = out.len().min(x.len());
+    let body = n / 4 * 4;
+    for i in (0..body).step_by(4) {
+        store(&mut out[i..], unary4(op, load(&x[i..])));
+    }
+    for i in body..n {
+        out[i] = op.apply(x[i]);
+    }
+}
+
+/// Σ x[i]² with each square rounded to f32 and summed in two f64 lanes.
+pub fn sum_squares(x: &[f32]) -> f64 {
+    let body = x.len() / 4 * 4;
+    let mut acc = f64x2_splat(0.0);
+    for i in (0..body).step_by(4) {
+        let v = load(&x[i..]);
+        let sq = f32x4_mul(v, v);
+        acc = f64x2_add(acc, f64x2_promote_low_f32x4(sq));
+        acc = f64x2_add(
+            acc,
+            f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(sq, sq)),
+        );
+    }
+    let mut sum = f64x2_extract_lane::<0>(acc) + f64x2_extract_lane::<1>(acc);
+    for &v in &x[body..] {
+        sum += (v * v) as f64;
+    }
+    sum
 }

@@ -49,3 +49,12 @@ pub fn vec_dot_q8_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         });
     accumulate4(blocks)
 }
+
+/// Exact `Σ a[i]·b[i]` of two signed-byte slices (quants already unpacked to `i8`; `b` holds
+/// Q8 activation bytes). The K-quant and Q5_0 dots run their inner sums through this.
+pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| x as i32 * (y as i8) as i32)
+        .sum()
+}

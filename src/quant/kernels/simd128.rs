@@ -166,3 +166,20 @@ pub fn quantize_row_q8_0(x: &[f32], out: &mut [u8]) {
         }
     }
 }
+
+/// Exact `Σ a[i]·b[i]` over signed bytes; the integer sum equals the scalar twin's.
+pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
+    let n = a.len().min(b.len());
+    let body = n / 16 * 16;
+    let mut acc = i32x4_splat(0);
+    for i in (0..body).step_by(16) {
+        // SAFETY: `a` has at least `body` elements; i8 and u8 share size and alignment.
+        let av = unsafe { v128_load(a[i..].as_ptr() as *const v128) };
+        acc = i32x4_add(acc, dot_i8x16(av, load16(&b[i..])));
+    }
+    let mut sum = i32x4_extract_lane::<0>(hsum4_i32(acc, acc, acc, acc));
+    for i in body..n {
+        sum += a[i] as i32 * (b[i] as i8) as i32;
+    }
+    sum
+}
