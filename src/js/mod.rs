@@ -5,9 +5,11 @@
 //! `number[]`, dtypes as the `DType` string union, data as typed arrays (copied in and out).
 
 mod error;
+mod gguf;
 mod model;
 mod tensor;
 
+pub use gguf::{JsGgufFile, JsTokenizer};
 pub use model::{JsModel, JsSession, ModelLoader};
 pub use tensor::JsTensor;
 
