@@ -165,7 +165,10 @@ class Engine {
  * @param {{ threads?: number | "auto", build?: "auto" | "simd" | "relaxed" | "threads", workerUrl?: string | URL }} [options]
  */
 export async function createEngine({ threads = "auto", build = "auto", workerUrl } = {}) {
-  const worker = new Worker(workerUrl ?? new URL("./engine-worker.js", import.meta.url), { type: "module" });
+  // Written out literally so bundlers (Vite, webpack) recognise the worker and bundle it.
+  const worker = workerUrl
+    ? new Worker(workerUrl, { type: "module" })
+    : new Worker(new URL("./engine-worker.js", import.meta.url), { type: "module" });
   const engine = new Engine(worker);
   engine.info = await engine.call("init", { threads, build });
   return engine;

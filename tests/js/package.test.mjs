@@ -46,21 +46,15 @@ test("Node 20: Tensor API and a model from a file", () => {
   assert.deepEqual(r.out, hello.greedy.slice(0, 8));
 });
 
-test("a plain <script type=module> page with no bundler runs the engine", async () => {
-  writeFileSync(join(dir, "index.html"), `<!doctype html><script type="module">
-    import { createEngine } from "./node_modules/kopitiam-wasm/js/index.js";
-    const engine = await createEngine();
-    await engine.loadModel("./tiny.gguf");
-    const r = await engine.complete("Hello world", { maxTokens: 8, temperature: 0 });
-    window.result = { tokens: r.tokens, build: engine.info.build };
-  </script>`);
+/** Serves `root` with COOP/COEP, opens `path` in Chromium and returns `window.result`. */
+async function runPage(root, path) {
   const server = createServer((req, res) => {
-    const path = join(dir, decodeURIComponent(new URL(req.url, "http://x").pathname));
+    const file = join(root, decodeURIComponent(new URL(req.url, "http://x").pathname));
     try {
-      const type = path.endsWith(".js") ? "text/javascript" : path.endsWith(".wasm") ? "application/wasm" : path.endsWith(".html") ? "text/html" : "application/octet-stream";
-      res.writeHead(200, { "Content-Type": type, "Content-Length": statSync(path).size,
+      const type = file.endsWith(".js") ? "text/javascript" : file.endsWith(".wasm") ? "application/wasm" : file.endsWith(".html") ? "text/html" : "application/octet-stream";
+      res.writeHead(200, { "Content-Type": type, "Content-Length": statSync(file).size,
         "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" });
-      createReadStream(path).pipe(res);
+      createReadStream(file).pipe(res);
     } catch {
       res.writeHead(404).end();
     }
@@ -69,13 +63,45 @@ test("a plain <script type=module> page with no bundler runs the engine", async 
   const browser = await launch();
   try {
     const page = await browser.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
+    await page.goto(`http://127.0.0.1:${server.address().port}${path}`);
     await page.waitForFunction(() => window.result, null, { timeout: 60_000 });
-    const r = await page.evaluate(() => window.result);
-    assert.deepEqual(r.tokens, hello.greedy.slice(0, 8));
-    assert.equal(r.build, "simd128+threads");
+    return await page.evaluate(() => window.result);
   } finally {
     await browser.close();
     server.close();
   }
+}
+
+test("a plain <script type=module> page with no bundler runs the engine", async () => {
+  writeFileSync(join(dir, "index.html"), `<!doctype html><script type="module">
+    import { createEngine } from "./node_modules/kopitiam-wasm/js/index.js";
+    const engine = await createEngine();
+    await engine.loadModel("./tiny.gguf");
+    const r = await engine.complete("Hello world", { maxTokens: 8, temperature: 0 });
+    window.result = { tokens: r.tokens, build: engine.info.build };
+  </script>`);
+  const r = await runPage(dir, "/index.html");
+  assert.deepEqual(r.tokens, hello.greedy.slice(0, 8));
+  assert.equal(r.build, "simd128+threads");
+});
+
+test("a Vite app built from the tarball runs in Chromium", async () => {
+  const app = join(dir, "vite-app");
+  execFileSync("mkdir", ["-p", join(app, "public")]);
+  copyFileSync(join(dir, "tiny.gguf"), join(app, "public", "tiny.gguf"));
+  writeFileSync(join(app, "index.html"), `<!doctype html><pre id="out"></pre><script type="module" src="./main.js"></script>`);
+  writeFileSync(join(app, "main.js"), `
+    import { createEngine } from "kopitiam-wasm";
+    const engine = await createEngine();
+    await engine.loadModel("/tiny.gguf");
+    const r = await engine.complete("Hello world", { maxTokens: 8, temperature: 0 });
+    window.result = { tokens: r.tokens, build: engine.info.build };
+  `);
+  // The engine's worker imports its builds dynamically: Vite needs ES-module workers.
+  writeFileSync(join(app, "vite.config.js"), `export default { worker: { format: "es" }, build: { target: "esnext" } };`);
+  // Vite resolves "kopitiam-wasm" from the consumer's node_modules (the installed tarball).
+  execFileSync(join(repo, "node_modules/.bin/vite"), ["build", "--logLevel", "error"], { cwd: app });
+  const r = await runPage(join(app, "dist"), "/index.html");
+  assert.deepEqual(r.tokens, hello.greedy.slice(0, 8));
+  assert.equal(r.build, "simd128+threads");
 });
