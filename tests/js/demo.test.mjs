@@ -96,3 +96,26 @@ test("HTTP errors reject with a code", async () => {
   const { result } = await run(`model=/nope.gguf&autorun=1`);
   assert.equal(result.error.code, "HttpError");
 });
+
+test("engine: abort during download, context full, unsupported model, dispose", async () => {
+  const page = await browser.newPage();
+  await page.goto(`${base}/www/tensors.html`);
+  const r = await page.evaluate(async (fixture) => {
+    const { createEngine } = await import("/js/engine.js");
+    const engine = await createEngine({ build: "simd" });
+    const out = {};
+    const ctrl = new AbortController();
+    const p = engine.loadModel(fixture, { signal: ctrl.signal });
+    ctrl.abort();
+    out.abort = await p.then(() => "loaded", (e) => e.code);
+    await engine.loadModel(fixture);
+    out.context = await engine.complete("Hello world", { maxTokens: 8, contextLength: 4 }).then(() => "ok", (e) => e.code);
+    const bytes = new Uint8Array(await (await fetch(fixture)).arrayBuffer());
+    out.truncated = await engine.loadModel(bytes.slice(0, 100_000)).then(() => "ok", (e) => e.code);
+    out.tokens = await engine.tokenize("Hello world").then(() => "ok", (e) => e.code); // no model after a failed load
+    await engine.dispose();
+    out.disposed = await engine.tokenize("x").then(() => "ok", (e) => e.code);
+    return out;
+  }, FIXTURE);
+  assert.deepEqual(r, { abort: "Aborted", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
+});
