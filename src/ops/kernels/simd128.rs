@@ -111,10 +111,11 @@ pub fn max(x: &[f32]) -> f32 {
 /// e^x for four lanes: Cody–Waite reduction `x = k·ln2 + r` (|r| ≤ ln2/2, ln2 split in two so
 /// `r` is exact to ~2^-32), a degree-7 Taylor polynomial for e^r (truncation < 2^-27), then
 /// scaling by 2^k through the exponent bits in two steps so no intermediate overflows.
-/// Saturates to 0 / inf outside [-104, 89]; NaN stays NaN.
+/// Saturates to 0 / inf outside [-104, 89]; NaN stays NaN (restored explicitly at the end: with
+/// `+relaxed-simd` LLVM may turn the clamp into relaxed min/max, whose NaN result is unspecified).
 #[inline(always)]
-fn exp4(x: v128) -> v128 {
-    let x = f32x4_pmin(f32x4_pmax(x, f32x4_splat(-104.0)), f32x4_splat(89.0));
+fn exp4(x_in: v128) -> v128 {
+    let x = f32x4_pmin(f32x4_pmax(x_in, f32x4_splat(-104.0)), f32x4_splat(89.0));
     let k = f32x4_nearest(f32x4_mul(x, f32x4_splat(core::f32::consts::LOG2_E)));
     let r = f32x4_sub(x, f32x4_mul(k, f32x4_splat(0.693_145_75)));
     let r = f32x4_sub(r, f32x4_mul(k, f32x4_splat(1.428_606_8e-6)));
@@ -135,7 +136,8 @@ fn exp4(x: v128) -> v128 {
     let k1 = i32x4_shr(ki, 1);
     let k2 = i32x4_sub(ki, k1);
     let pow = |e: v128| i32x4_shl(i32x4_add(e, i32x4_splat(127)), 23);
-    f32x4_mul(f32x4_mul(p, pow(k1)), pow(k2))
+    let y = f32x4_mul(f32x4_mul(p, pow(k1)), pow(k2));
+    v128_bitselect(x_in, y, f32x4_ne(x_in, x_in))
 }
 
 #[inline(always)]
