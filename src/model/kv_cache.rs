@@ -45,7 +45,7 @@ impl KvCache {
     }
 
     /// Stores rows `k`, `v` (`n × kv_dim` each) at positions `pos..pos + n` of layer `il`.
-    pub fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) {
+    pub(crate) fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) {
         let start = pos * self.kv_dim;
         for (dst, src) in [(&mut self.k[il], k), (&mut self.v[il], v)] {
             for (d, &s) in dst[start..start + src.len()].iter_mut().zip(src) {
@@ -56,13 +56,13 @@ impl KvCache {
 
     /// Key row of position `p` in layer `il`.
     #[inline]
-    pub fn key(&self, il: usize, p: usize) -> &[f32] {
+    pub(crate) fn key(&self, il: usize, p: usize) -> &[f32] {
         &self.k[il][p * self.kv_dim..(p + 1) * self.kv_dim]
     }
 
     /// Value row of position `p` in layer `il`.
     #[inline]
-    pub fn value(&self, il: usize, p: usize) -> &[f32] {
+    pub(crate) fn value(&self, il: usize, p: usize) -> &[f32] {
         &self.v[il][p * self.kv_dim..(p + 1) * self.kv_dim]
     }
 }

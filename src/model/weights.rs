@@ -35,6 +35,23 @@ impl Linear {
         match self {
             Linear::Quant(w) => matmul_into(x, w, xq, out),
             Linear::Dense { w, out: n_out, inp } => {
+                let rows = x.len().checked_div(*inp).unwrap_or(0);
+                if *inp == 0
+                    || rows * inp != x.len()
+                    || out.len() != rows * n_out
+                    || w.len() != n_out * inp
+                {
+                    return Err(Error::shape(
+                        "Linear::forward",
+                        format!("x [rows, {inp}], out [rows, {n_out}], weight {n_out}×{inp}"),
+                        format!(
+                            "{} inputs, {} outputs, {} weights",
+                            x.len(),
+                            out.len(),
+                            w.len()
+                        ),
+                    ));
+                }
                 for (xr, yr) in x.chunks_exact(*inp).zip(out.chunks_exact_mut(*n_out)) {
                     for (y, wr) in yr.iter_mut().zip(w.chunks_exact(*inp)) {
                         *y = crate::ops::kernels::dot(xr, wr);
@@ -47,14 +64,28 @@ impl Linear {
 
     /// Row `r` of the weight as f32 (embedding lookup through a tied LM head).
     pub fn row(&self, r: usize, out: &mut [f32]) -> Result<()> {
+        let (rows, cols) = match self {
+            Linear::Quant(w) => (w.dims()[0], w.dims()[1]),
+            Linear::Dense { out, inp, .. } => (*out, *inp),
+        };
+        if r >= rows {
+            return Err(Error::IndexOutOfRange {
+                op: "Linear::row",
+                index: r as i64,
+                size: rows,
+            });
+        }
+        if out.len() != cols {
+            return Err(Error::shape("Linear::row", cols, out.len()));
+        }
         match self {
             Linear::Quant(w) => {
-                let row_bytes = w.dtype().storage_bytes(w.dims()[1])?;
+                let row_bytes = w.dtype().storage_bytes(cols)?;
                 let bytes = w.quantized_bytes()?;
                 quant::dequantize_row(w.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], out)
             }
-            Linear::Dense { w, inp, .. } => {
-                out.copy_from_slice(&w[r * inp..(r + 1) * inp]);
+            Linear::Dense { w, .. } => {
+                out.copy_from_slice(&w[r * cols..(r + 1) * cols]);
                 Ok(())
             }
         }
