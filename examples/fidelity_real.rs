@@ -32,7 +32,7 @@ fn main() {
         .nth(1)
         .expect("usage: fidelity_real MODEL.gguf");
     let model = Model::load(std::fs::read(&path).unwrap()).unwrap();
-    let vocab = model.config.n_vocab;
+    let vocab = model.config().n_vocab;
     let mut failures = 0;
 
     let tok: Value =
@@ -43,7 +43,7 @@ fn main() {
         .iter()
         .filter(|c| {
             let ok = model
-                .tokenizer
+                .tokenizer()
                 .encode(c["prompt"].as_str().unwrap(), true, true)
                 == ids(&c["tokens"]);
             if !ok {

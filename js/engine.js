@@ -127,7 +127,6 @@ class Engine {
       wake = null;
     }
     await finished;
-    this.lastResult = done;
   }
 
   /** Generates to the end; resolves to `{ text, tokens, stats, stopped }`. */

@@ -6,8 +6,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::quant;
-use crate::storage::{try_vec, Element, Storage};
-use crate::strided::for_each_row;
+use crate::storage::{try_vec, Storage};
 use crate::Tensor;
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
@@ -48,35 +47,5 @@ impl Tensor {
             _ => return Err(unsupported()),
         };
         Ok(Tensor::from_storage(storage, self.shape().clone()))
-    }
-
-    /// Maps this view's elements (stored in `src`) into a new contiguous buffer, one row at a
-    /// time: `bulk(src_row, dst_row)` converts a contiguous row; strided rows are gathered into
-    /// a small scratch buffer first.
-    fn map_rows<S: Element + Default, D: Element + Default>(
-        &self,
-        src: &[S],
-        bulk: impl Fn(&[S], &mut [D]),
-    ) -> Result<Vec<D>> {
-        let mut out = try_vec(self.elem_count(), D::default())?;
-        let mut pos = 0;
-        let mut scratch = Vec::new();
-        for_each_row(
-            self.dims(),
-            [self.strides()],
-            [self.offset()],
-            |[o], n, [s]| {
-                let dst = &mut out[pos..pos + n];
-                if s == 1 {
-                    bulk(&src[o..o + n], dst);
-                } else {
-                    scratch.clear();
-                    scratch.extend((0..n).map(|j| src[o + j * s]));
-                    bulk(&scratch, dst);
-                }
-                pos += n;
-            },
-        );
-        Ok(out)
     }
 }

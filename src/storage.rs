@@ -130,13 +130,6 @@ impl Storage {
             other => other.elem_count() * other.dtype().block_bytes(),
         }
     }
-
-    pub(crate) fn as_f32(&self) -> Option<&[f32]> {
-        match self {
-            Storage::F32(v) => Some(v),
-            _ => None,
-        }
-    }
 }
 
 /// Errors unless a buffer of `actual` units is exactly the `needed` units a shape requires.

@@ -236,7 +236,7 @@ impl Tensor {
     /// `offset()` and `strides()`.
     pub(crate) fn f32_storage(&self, op: &'static str) -> Result<&[f32]> {
         self.require_dtype(op, DType::F32)?;
-        Ok(self.storage.as_f32().unwrap_or(&[]))
+        Ok(f32::slice(&self.storage).unwrap_or(&[]))
     }
 
     pub(crate) fn new_f32(data: Vec<f32>, shape: Shape) -> Tensor {
@@ -394,6 +394,37 @@ impl Tensor {
         }
         let mut out = try_vec(n, T::default())?;
         strided::copy_strided(data, self.offset, self.dims(), &self.strides, &mut out);
+        Ok(out)
+    }
+
+    /// Maps this view's elements (stored in `src`) into a new contiguous buffer one innermost
+    /// row at a time: `f(row, out_row)` always sees a contiguous row — borrowed in place when the
+    /// row's stride is 1, gathered into a scratch buffer otherwise. Conversions, unary ops and
+    /// last-axis ops all go through here.
+    pub(crate) fn map_rows<S: Copy, D: Copy + Default>(
+        &self,
+        src: &[S],
+        mut f: impl FnMut(&[S], &mut [D]),
+    ) -> Result<Vec<D>> {
+        let mut out = try_vec(self.elem_count(), D::default())?;
+        let mut pos = 0;
+        let mut scratch = Vec::new();
+        strided::for_each_row(
+            self.dims(),
+            [&self.strides],
+            [self.offset],
+            |[o], n, [s]| {
+                let dst = &mut out[pos..pos + n];
+                if s == 1 {
+                    f(&src[o..o + n], dst);
+                } else {
+                    scratch.clear();
+                    scratch.extend((0..n).map(|j| src[o + j * s]));
+                    f(&scratch, dst);
+                }
+                pos += n;
+            },
+        );
         Ok(out)
     }
 

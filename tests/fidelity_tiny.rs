@@ -82,7 +82,7 @@ fn tokens_match_llama_cpp() {
     let model = Model::load(GGUF.to_vec()).unwrap();
     for c in cases() {
         assert_eq!(
-            model.tokenizer.encode(&c.prompt, true, true),
+            model.tokenizer().encode(&c.prompt, true, true),
             c.tokens,
             "{:?}",
             c.prompt
@@ -93,7 +93,7 @@ fn tokens_match_llama_cpp() {
 #[test]
 fn logits_match_llama_cpp() {
     let model = Model::load(GGUF.to_vec()).unwrap();
-    let vocab = model.config.n_vocab;
+    let vocab = model.config().n_vocab;
     let mut worst = 0.0f32;
     for (ci, c) in cases().iter().enumerate() {
         let mut s = model.session(64).unwrap();
@@ -147,4 +147,28 @@ fn greedy_continuations_match_llama_cpp() {
         same * 10 >= steps * 8,
         "only {same}/{steps} greedy steps agree"
     );
+}
+
+#[test]
+fn quantized_weights_stay_views_of_the_file() {
+    use kopitiam_wasm::model::weights::Linear;
+    use kopitiam_wasm::Storage;
+    let model = Model::load(GGUF.to_vec()).unwrap();
+    let bytes = |l: &Linear| match l {
+        Linear::Quant(t) => match t.storage() {
+            Storage::Quantized { bytes, .. } => bytes.clone(),
+            other => panic!("not quantized: {:?}", other.dtype()),
+        },
+        Linear::Dense { .. } => panic!("a Q4_0 matrix was expanded to f32"),
+    };
+    let embd = bytes(&model.weights().token_embd);
+    let layers = &model.weights().layers;
+    for l in [&layers[0].wq, &layers[0].w_down, &layers[5].wo] {
+        assert!(
+            bytes(l).shares_buffer_with(&embd),
+            "every Q4_0 weight points into the one file buffer"
+        );
+    }
+    assert_eq!(embd.len(), 512 * 64 / 32 * 18);
+    assert_eq!(model.file_size(), GGUF.len());
 }

@@ -160,7 +160,7 @@ fn inspect(args: &Args) -> CliResult<()> {
 
 fn tokenize(args: &Args) -> CliResult<()> {
     let model = load(args.pos(0, "MODEL.gguf")?)?;
-    let ids = model.tokenizer.encode(args.pos(1, "TEXT")?, true, true);
+    let ids = model.tokenizer().encode(args.pos(1, "TEXT")?, true, true);
     println!("{}", json!(ids));
     Ok(())
 }
@@ -168,12 +168,12 @@ fn tokenize(args: &Args) -> CliResult<()> {
 fn eval(args: &Args) -> CliResult<()> {
     let model = load(args.pos(0, "MODEL.gguf")?)?;
     let k: usize = args.value("--top", 5)?;
-    let ids = model.tokenizer.encode(args.pos(1, "TEXT")?, true, true);
+    let ids = model.tokenizer().encode(args.pos(1, "TEXT")?, true, true);
     let mut session = model.session(ids.len()).map_err(|e| e.to_string())?;
     let logits = session
         .eval(&model, &ids, Logits::All)
         .map_err(|e| e.to_string())?;
-    let vocab = model.config.n_vocab;
+    let vocab = model.config().n_vocab;
     let top: Vec<Vec<(u32, f32)>> = logits
         .chunks_exact(vocab)
         .map(|row| {
@@ -212,7 +212,7 @@ fn generate(args: &Args) -> CliResult<()> {
         seed: args.value("--seed", 0)?,
     };
     let json_out = args.flag("--json");
-    let ids = model.tokenizer.encode(&prompt, true, true);
+    let ids = model.tokenizer().encode(&prompt, true, true);
     let context: usize = args.value("--context", ids.len() + max_tokens)?;
     let mut session = model.session(context).map_err(|e| e.to_string())?;
     let mut sampler = Sampler::new(cfg);
@@ -230,12 +230,12 @@ fn generate(args: &Args) -> CliResult<()> {
         let t = sampler
             .sample(&logits, session.tokens())
             .map_err(|e| e.to_string())?;
-        if model.tokenizer.is_eog(t) {
+        if model.tokenizer().is_eog(t) {
             break;
         }
         generated.push(t);
         let piece = decoder
-            .push(&model.tokenizer, t)
+            .push(model.tokenizer(), t)
             .map_err(|e| e.to_string())?;
         if !json_out {
             let _ = stdout.write_all(piece.as_bytes());

@@ -103,31 +103,30 @@ impl JsModel {
     pub fn info(&self) -> js_sys::Object {
         let m = &self.model;
         let o = js_sys::Object::new();
-        let quant = m
-            .gguf
-            .tensors
-            .iter()
-            .filter(|t| t.dims.len() == 2)
-            .map(|t| t.dtype.name())
-            .max_by_key(|name| {
-                m.gguf
-                    .tensors
-                    .iter()
-                    .filter(|t| t.dtype.name() == *name)
-                    .count()
-            })
-            .unwrap_or("f32");
+        // The dtype most matrices use (norms are always f32 and do not count).
+        let mut counts = [0usize; crate::DType::ALL.len()];
+        for t in m.gguf().tensors.iter().filter(|t| t.dims.len() == 2) {
+            counts[t.dtype as usize] += 1;
+        }
+        let quant = (0..counts.len())
+            .max_by_key(|&i| counts[i])
+            .filter(|&i| counts[i] > 0)
+            .map_or("f32", |i| crate::DType::ALL[i].name());
         set(
             &o,
             "architecture",
-            m.gguf.architecture().unwrap_or("?").into(),
+            m.gguf().architecture().unwrap_or("?").into(),
         );
         set(&o, "parameters", (m.parameter_count() as f64).into());
         set(&o, "quantization", quant.into());
-        set(&o, "contextLength", (m.config.context_length as f64).into());
-        set(&o, "vocabSize", (m.config.n_vocab as f64).into());
-        set(&o, "layers", (m.config.n_layer as f64).into());
-        set(&o, "embeddingLength", (m.config.n_embd as f64).into());
+        set(
+            &o,
+            "contextLength",
+            (m.config().context_length as f64).into(),
+        );
+        set(&o, "vocabSize", (m.config().n_vocab as f64).into());
+        set(&o, "layers", (m.config().n_layer as f64).into());
+        set(&o, "embeddingLength", (m.config().n_embd as f64).into());
         set(&o, "fileSize", (m.file_size() as f64).into());
         o
     }
@@ -139,7 +138,7 @@ impl JsModel {
         add_special: Option<bool>,
         parse_special: Option<bool>,
     ) -> Vec<u32> {
-        self.model.tokenizer.encode(
+        self.model.tokenizer().encode(
             text,
             add_special.unwrap_or(true),
             parse_special.unwrap_or(true),
@@ -150,14 +149,14 @@ impl JsModel {
     pub fn detokenize(&self, ids: Vec<u32>, special: Option<bool>) -> JsResult<String> {
         Ok(self
             .model
-            .tokenizer
+            .tokenizer()
             .decode(&ids, special.unwrap_or(false))?)
     }
 
     /// Whether `id` ends a generation (end of turn / end of sequence).
     #[wasm_bindgen(js_name = isEndOfGeneration)]
     pub fn is_eog(&self, id: u32) -> bool {
-        self.model.tokenizer.is_eog(id)
+        self.model.tokenizer().is_eog(id)
     }
 
     /// The Gemma chat prompt for `messages` (`[{ role, content }]`), ending with the model turn.
@@ -205,6 +204,16 @@ pub struct JsSession {
     logits: Vec<f32>,
 }
 
+impl JsSession {
+    /// Evaluates `ids` and keeps the last position's logits for `step()`.
+    fn eval_into_logits(&mut self, ids: &[u32]) -> JsResult<()> {
+        let logits = self.session.eval(&self.model, ids, Logits::Last)?;
+        self.logits.clear();
+        self.logits.extend_from_slice(logits);
+        Ok(())
+    }
+}
+
 fn num(obj: &JsValue, key: &str) -> Option<f64> {
     js_sys::Reflect::get(obj, &key.into())
         .ok()
@@ -216,9 +225,7 @@ impl JsSession {
     /// Evaluates `ids` after what the session holds (one batched call) and returns the logits
     /// of the last position.
     pub fn eval(&mut self, ids: Vec<u32>) -> JsResult<Vec<f32>> {
-        let logits = self.session.eval(&self.model, &ids, Logits::Last)?;
-        self.logits.clear();
-        self.logits.extend_from_slice(logits);
+        self.eval_into_logits(&ids)?;
         Ok(self.logits.clone())
     }
 
@@ -241,10 +248,7 @@ impl JsSession {
         };
         self.sampler = Sampler::new(cfg);
         self.decoder = StreamDecoder::new();
-        let logits = self.session.eval(&self.model, &ids, Logits::Last)?;
-        self.logits.clear();
-        self.logits.extend_from_slice(logits);
-        Ok(())
+        self.eval_into_logits(&ids)
     }
 
     /// Samples the next token from the current logits and, unless it ends the generation,
@@ -255,11 +259,11 @@ impl JsSession {
             return Err(invalid("step", "call prefill() first"));
         }
         let t = self.sampler.sample(&self.logits, self.session.tokens())?;
-        let eog = self.model.tokenizer.is_eog(t);
+        let eog = self.model.tokenizer().is_eog(t);
         let text = if eog {
             self.decoder.finish()
         } else {
-            self.decoder.push(&self.model.tokenizer, t)?
+            self.decoder.push(self.model.tokenizer(), t)?
         };
         if !eog {
             let logits = self.session.eval(&self.model, &[t], Logits::Last)?;

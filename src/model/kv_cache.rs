@@ -39,11 +39,6 @@ impl KvCache {
         self.capacity
     }
 
-    /// Bytes held by the cache.
-    pub fn byte_size(&self) -> usize {
-        2 * self.k.len() * self.capacity * self.kv_dim * std::mem::size_of::<f32>()
-    }
-
     /// Stores rows `k`, `v` (`n × kv_dim` each) at positions `pos..pos + n` of layer `il`.
     pub(crate) fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) {
         let start = pos * self.kv_dim;

@@ -25,11 +25,13 @@ use transformer::Scratch;
 use weights::Weights;
 
 /// A loaded model: config, weights (views into the file buffer) and tokenizer.
+///
+/// The parts are read-only: the forward pass relies on the config, weights and file agreeing.
 pub struct Model {
-    pub config: Config,
-    pub weights: Weights,
-    pub tokenizer: Tokenizer,
-    pub gguf: GgufFile,
+    config: Config,
+    weights: Weights,
+    tokenizer: Tokenizer,
+    gguf: GgufFile,
     file: Arc<Vec<u8>>,
 }
 
@@ -58,6 +60,23 @@ impl Model {
             gguf,
             file,
         })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The file's metadata and tensor table.
+    pub fn gguf(&self) -> &GgufFile {
+        &self.gguf
     }
 
     /// Size of the file buffer the weights live in.

@@ -2,8 +2,6 @@
 
 use super::kernels::{self, Arith, Unary};
 use crate::error::{Error, Result};
-use crate::storage::try_vec;
-use crate::strided::for_each_row;
 use crate::Tensor;
 
 impl Tensor {
@@ -43,27 +41,7 @@ impl Tensor {
     /// Calls `f(row, out_row)` for every vector along the last dimension.
     fn last_dim_op(&self, op: &'static str, f: impl Fn(&[f32], &mut [f32])) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
-        let n = self.elem_count();
-        let mut out = try_vec(n, 0.0f32)?;
-        let mut row = Vec::new();
-        let mut pos = 0;
-        for_each_row(
-            self.dims(),
-            [self.strides()],
-            [self.offset()],
-            |[o], len, [s]| {
-                let y = &mut out[pos..pos + len];
-                if s == 1 {
-                    f(&a[o..o + len], y);
-                } else {
-                    row.clear();
-                    row.extend((0..len).map(|j| a[o + j * s]));
-                    f(&row, y);
-                }
-                pos += len;
-            },
-        );
-        Ok(Tensor::new_f32(out, self.shape().clone()))
+        Ok(Tensor::new_f32(self.map_rows(a, f)?, self.shape().clone()))
     }
 
     /// `weight` as a dense vector of exactly `hidden` f32 values.

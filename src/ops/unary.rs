@@ -2,36 +2,16 @@
 
 use super::kernels::{self, Unary};
 use crate::error::Result;
-use crate::storage::try_vec;
-use crate::strided::for_each_row;
 use crate::Tensor;
 
 /// `sqrt(2 / pi)`, the GELU tanh-approximation constant.
 const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 
 impl Tensor {
-    /// Applies `k` to every element, writing a contiguous result: contiguous rows go through the
-    /// vector kernel, strided rows element by element.
+    /// Applies `k` to every element through the vector kernel, writing a contiguous result.
     pub(crate) fn unary_op(&self, op: &'static str, k: Unary) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
-        let mut out = try_vec(self.elem_count(), 0.0f32)?;
-        let mut pos = 0;
-        for_each_row(
-            self.dims(),
-            [self.strides()],
-            [self.offset()],
-            |[o], n, [s]| {
-                let y = &mut out[pos..pos + n];
-                if s == 1 {
-                    kernels::unary(k, &a[o..o + n], y);
-                } else {
-                    for (j, y) in y.iter_mut().enumerate() {
-                        *y = k.apply(a[o + j * s]);
-                    }
-                }
-                pos += n;
-            },
-        );
+        let out = self.map_rows(a, |x, y| kernels::unary(k, x, y))?;
         Ok(Tensor::new_f32(out, self.shape().clone()))
     }
 
