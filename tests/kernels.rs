@@ -6,7 +6,7 @@ mod common;
 use common::Rng;
 use half::f16;
 use kopitiam_wasm::quant::kernels::{self, scalar};
-use kopitiam_wasm::quant::{dequantize_row_q4_0, dequantize_row_q8_0};
+use kopitiam_wasm::quant::{dequantize_row_q4_0, dequantize_row_q8_0, Q8Act};
 
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -43,6 +43,61 @@ fn this_build_uses_the_expected_kernels() {
         "scalar"
     };
     assert_eq!(kernels::KERNELS, want);
+}
+
+/// Bits, with every NaN counted as one value (payloads may differ between instruction sets).
+fn canonical_bits(v: f32) -> u32 {
+    if v.is_nan() {
+        0x7FC0_0000
+    } else {
+        v.to_bits()
+    }
+}
+
+#[test]
+fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
+    let mut rng = Rng::new(11);
+    // Row counts around the 4-row tile; block counts with and without a ragged tail.
+    for (rows, blocks) in [(1, 20), (1, 7), (2, 3), (4, 20), (5, 64), (7, 1), (9, 6)] {
+        let n_in = blocks * 32;
+        let n_w = 5;
+        let mut w = random_blocks(&mut rng, n_w * blocks, 18);
+        // Special weight scales: subnormal, negative, infinite, NaN.
+        for (i, bits) in [0x0001u16, 0x83FF, 0xBC00, 0x7C00, 0x7E01, 0xFC00]
+            .iter()
+            .enumerate()
+        {
+            let at = (i * 7 % (n_w * blocks)) * 18;
+            w[at..at + 2].copy_from_slice(&bits.to_le_bytes());
+        }
+        let x: Vec<f32> = (0..rows * n_in)
+            .map(|i| match i % 37 {
+                0 => 0.0,
+                1 => -1e4,
+                _ => rng.f32() * 4.0 - 2.0,
+            })
+            .collect();
+        let mut act = Q8Act::default();
+        act.prepare(&x, n_in).unwrap();
+        let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
+        kernels::gemm_q4_0_q8_0(&w, &act, &mut a);
+        scalar::gemm_q4_0_q8_0(&w, &act, &mut b);
+        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(
+                canonical_bits(*p),
+                canonical_bits(*q),
+                "rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
+            );
+        }
+        // And the scalar twin is the plain per-element dot.
+        for o in 0..n_w {
+            for r in 0..rows {
+                let want =
+                    scalar::vec_dot_q4_0_q8_0(&w[o * blocks * 18..][..blocks * 18], act.q8_row(r));
+                assert_eq!(canonical_bits(b[o * rows + r]), canonical_bits(want));
+            }
+        }
+    }
 }
 
 #[test]

@@ -8,25 +8,28 @@ use super::weights::Weights;
 use crate::error::{Error, Result};
 use crate::ops::kernels::{axpy, dot};
 use crate::ops::{gelu_tanh, rms_norm_row};
+use crate::quant::MatmulScratch;
 use half::f16;
+use std::sync::OnceLock;
 
 /// Working buffers for up to `rows` tokens at once; they grow (once) for a longer prompt.
 #[derive(Default)]
 pub struct Scratch {
     rows: usize,
-    x: Vec<f32>,      // [rows, n_embd]  residual stream
-    xb: Vec<f32>,     // [rows, n_embd]  normed input of a sub-block
-    q: Vec<f32>,      // [rows, q_dim]
-    k: Vec<f32>,      // [rows, kv_dim]
-    v: Vec<f32>,      // [rows, kv_dim]
-    att: Vec<f32>,    // [rows, q_dim]   attention output before the projection
-    proj: Vec<f32>,   // [rows, n_embd]  output of wo / w_down
-    gate: Vec<f32>,   // [rows, n_ff]
-    up: Vec<f32>,     // [rows, n_ff]
-    head: Vec<f32>,   // [head_dim]      one head, for in-place norms
-    scores: Vec<f32>, // [context]
-    xq: Vec<u8>,      // quantized activations
-    logits: Vec<f32>, // [rows or 1, n_vocab]
+    x: Vec<f32>,       // [rows, n_embd]  residual stream
+    xb: Vec<f32>,      // [rows, n_embd]  normed input of a sub-block
+    q: Vec<f32>,       // [rows, q_dim]
+    k: Vec<f32>,       // [rows, kv_dim]
+    v: Vec<f32>,       // [rows, kv_dim]
+    att: Vec<f32>,     // [rows, q_dim]   attention output before the projection
+    proj: Vec<f32>,    // [rows, n_embd]  output of wo / w_down
+    gate: Vec<f32>,    // [rows, n_ff]
+    up: Vec<f32>,      // [rows, n_ff]
+    head: Vec<f32>,    // [head_dim]      one head, for in-place norms
+    scores: Vec<f32>,  // [context]
+    rope: Vec<f32>,    // [2 bases, rows, head_dim/2, (cos, sin)]
+    mm: MatmulScratch, // quantized activations and matmul buffers
+    logits: Vec<f32>,  // [rows or 1, n_vocab]
 }
 
 fn grow(v: &mut Vec<f32>, n: usize) -> Result<()> {
@@ -64,20 +67,34 @@ impl Scratch {
             self.rows = rows;
         }
         grow(&mut self.head, cfg.head_dim)?;
+        grow(&mut self.rope, 2 * rows.max(self.rows) * cfg.head_dim)?;
         grow(&mut self.scores, context)?;
         grow(&mut self.logits, logit_rows * cfg.n_vocab)?;
         Ok(())
     }
 }
 
-/// Rotates one head in place for position `pos`. θ_i is built by repeated f32 multiplication
-/// (`θ_0 = pos`, `θ_{i+1} = θ_i · base^(-2/d)`), exactly as ggml builds its cache.
-fn rope(x: &mut [f32], pos: usize, base: f32, style: RopeStyle) {
-    let d = x.len();
+/// Fills `table` (`[n, d/2, 2]`) with `(cos θ_i, sin θ_i)` for positions `pos0..pos0 + n`, θ_i
+/// built by repeated f32 multiplication (`θ_0 = pos`, `θ_{i+1} = θ_i · base^(-2/d)`) exactly as
+/// ggml builds its cache. Computed once per forward call and shared by every layer and head.
+fn rope_table(table: &mut [f32], pos0: usize, n: usize, d: usize, base: f32) {
     let theta_scale = base.powf(-2.0 / d as f32);
-    let mut theta = pos as f32;
-    for i in 0..d / 2 {
-        let (s, c) = theta.sin_cos();
+    for (i, row) in table.chunks_exact_mut(d).take(n).enumerate() {
+        let mut theta = (pos0 + i) as f32;
+        for cs in row.chunks_exact_mut(2) {
+            let (s, c) = theta.sin_cos();
+            cs[0] = c;
+            cs[1] = s;
+            theta *= theta_scale;
+        }
+    }
+}
+
+/// Rotates one head in place with one position's `(cos, sin)` row of a [`rope_table`].
+fn rope(x: &mut [f32], cs: &[f32], style: RopeStyle) {
+    let d = x.len();
+    for (i, cs) in cs.chunks_exact(2).take(d / 2).enumerate() {
+        let (c, s) = (cs[0], cs[1]);
         let (a, b) = match style {
             RopeStyle::Neox => (i, i + d / 2),
             RopeStyle::Normal => (2 * i, 2 * i + 1),
@@ -85,7 +102,6 @@ fn rope(x: &mut [f32], pos: usize, base: f32, style: RopeStyle) {
         let (x0, x1) = (x[a], x[b]);
         x[a] = x0 * c - x1 * s;
         x[b] = x0 * s + x1 * c;
-        theta *= theta_scale;
     }
 }
 
@@ -136,6 +152,9 @@ pub fn forward<'s>(
     );
     let group = cfg.n_head / cfg.n_head_kv;
     let eps = cfg.rms_eps;
+    let (rope_global, rope_local) = s.rope[..2 * n * hd].split_at_mut(n * hd);
+    rope_table(rope_global, pos0, n, hd, cfg.rope_base);
+    rope_table(rope_local, pos0, n, hd, cfg.rope_base_swa);
 
     // x[i] = embedding(token_i) · embed_scale                                   [n, d]
     for (i, &t) in tokens.iter().enumerate() {
@@ -164,20 +183,16 @@ pub fn forward<'s>(
             );
         }
         lw.wq
-            .forward(&s.xb[..n * d], &mut s.q[..n * qd], &mut s.xq)?; // [n, n_head·hd]
+            .forward(&s.xb[..n * d], &mut s.q[..n * qd], &mut s.mm)?; // [n, n_head·hd]
         lw.wk
-            .forward(&s.xb[..n * d], &mut s.k[..n * kvd], &mut s.xq)?; // [n, n_kv·hd]
+            .forward(&s.xb[..n * d], &mut s.k[..n * kvd], &mut s.mm)?; // [n, n_kv·hd]
         lw.wv
-            .forward(&s.xb[..n * d], &mut s.v[..n * kvd], &mut s.xq)?; // [n, n_kv·hd]
+            .forward(&s.xb[..n * d], &mut s.v[..n * kvd], &mut s.mm)?; // [n, n_kv·hd]
 
         let sliding = cfg.is_sliding(il);
-        let base = if sliding {
-            cfg.rope_base_swa
-        } else {
-            cfg.rope_base
-        };
+        let table = &s.rope[if sliding { n * hd } else { 0 }..][..n * hd];
         for i in 0..n {
-            let pos = pos0 + i;
+            let cs = &table[i * hd..(i + 1) * hd];
             for (heads, norm) in [
                 (&mut s.q[i * qd..(i + 1) * qd], &lw.q_norm),
                 (&mut s.k[i * kvd..(i + 1) * kvd], &lw.k_norm),
@@ -187,7 +202,7 @@ pub fn forward<'s>(
                         s.head[..hd].copy_from_slice(h);
                         rms_norm_row(&s.head[..hd], nw, eps, h);
                     }
-                    rope(h, pos, base, cfg.rope_style);
+                    rope(h, cs, cfg.rope_style);
                 }
             }
             // Scale Q (kept in f32: rounding it through f16 as one llama.cpp path does measured
@@ -231,7 +246,7 @@ pub fn forward<'s>(
             }
         }
         lw.wo
-            .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.xq)?; // [n, d]
+            .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
         add_branch(
             &mut s.x[..n * d],
             &mut s.proj[..n * d],
@@ -251,9 +266,9 @@ pub fn forward<'s>(
             );
         }
         lw.w_gate
-            .forward(&s.xb[..n * d], &mut s.gate[..n * ff], &mut s.xq)?; // [n, ff]
+            .forward(&s.xb[..n * d], &mut s.gate[..n * ff], &mut s.mm)?; // [n, ff]
         lw.w_up
-            .forward(&s.xb[..n * d], &mut s.up[..n * ff], &mut s.xq)?; // [n, ff]
+            .forward(&s.xb[..n * d], &mut s.up[..n * ff], &mut s.mm)?; // [n, ff]
         for (g, &u) in s.gate[..n * ff].iter_mut().zip(&s.up[..n * ff]) {
             let a = match cfg.activation {
                 Activation::GeluTanh => gelu_f16_table(*g),
@@ -262,7 +277,7 @@ pub fn forward<'s>(
             *g = a * u;
         }
         lw.w_down
-            .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.xq)?; // [n, d]
+            .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
         add_branch(
             &mut s.x[..n * d],
             &mut s.proj[..n * d],
@@ -288,7 +303,7 @@ pub fn forward<'s>(
     w.lm_head().forward(
         &s.xb[..logit_rows * d],
         &mut s.logits[..logit_rows * v],
-        &mut s.xq,
+        &mut s.mm,
     )?;
     Ok(&s.logits[..logit_rows * v])
 }
@@ -318,14 +333,21 @@ fn add_branch(
 }
 
 /// GELU as ggml's CPU backend computes it: through a table indexed by the f16 of the input, so
-/// `f16(gelu(f16(x)))` inside (-10, 10), `0` below and `x` above.
+/// `f16(gelu(f16(x)))` inside (-10, 10), `0` below and `x` above. The 64 Ki-entry table (128 KiB)
+/// is built on first use; a prefill would otherwise spend a tanh on each of millions of values.
 #[inline]
 fn gelu_f16_table(x: f32) -> f32 {
+    static TABLE: OnceLock<Box<[u16]>> = OnceLock::new();
     if x <= -10.0 {
         0.0
     } else if x >= 10.0 {
         x
     } else {
-        f16::from_f32(gelu_tanh(f16::from_f32(x).to_f32())).to_f32()
+        let table = TABLE.get_or_init(|| {
+            (0..=u16::MAX)
+                .map(|h| f16::from_f32(gelu_tanh(f16::from_bits(h).to_f32())).to_bits())
+                .collect()
+        });
+        f16::from_bits(table[f16::from_f32(x).to_bits() as usize]).to_f32()
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::config::{Arch, Config};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
-use crate::quant::{self, matmul_into, quant_type};
+use crate::quant::{self, matmul_into, quant_type, MatmulScratch};
 use crate::storage::Bytes;
 use crate::{DType, Tensor};
 use half::slice::HalfFloatSliceExt;
@@ -31,9 +31,9 @@ impl Linear {
     }
 
     /// `out[r, :] = W · x[r, :]` for every row of `x` (`rows × in` → `rows × out`).
-    pub fn forward(&self, x: &[f32], out: &mut [f32], xq: &mut Vec<u8>) -> Result<()> {
+    pub fn forward(&self, x: &[f32], out: &mut [f32], mm: &mut MatmulScratch) -> Result<()> {
         match self {
-            Linear::Quant(w) => matmul_into(x, w, xq, out),
+            Linear::Quant(w) => matmul_into(x, w, mm, out),
             Linear::Dense { w, out: n_out, inp } => {
                 let rows = x.len().checked_div(*inp).unwrap_or(0);
                 if *inp == 0

@@ -2,6 +2,8 @@
 //! formats), integer block dots, scales applied per block. The weight bytes are read in place,
 //! never expanded to f32.
 
+use super::act::Q8Act;
+use super::kernels;
 use super::traits::{quant_type, FusedDot};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -49,21 +51,36 @@ impl Tensor {
         let rows = self.elem_count() / k.max(1);
         let x = self.to_vec_f32()?;
         let mut out = try_vec(rows * n_out, 0.0f32)?;
-        matmul_into(&x, weight, &mut Vec::new(), &mut out)?;
+        matmul_into(&x, weight, &mut MatmulScratch::default(), &mut out)?;
         let mut dims = self.dims().to_vec();
         *dims.last_mut().unwrap_or(&mut 0) = n_out;
         Ok(Tensor::new_f32(out, Shape::from(dims)))
     }
 }
 
+/// Reusable buffers of [`matmul_into`], so a decode loop allocates nothing per token.
+#[derive(Default, Debug)]
+pub struct MatmulScratch {
+    /// Prepared activations for the Q4_0 kernels.
+    act: Q8Act,
+    /// Quantized activation rows for the other formats.
+    xq: Vec<u8>,
+    /// `[out, rows]` result of a multi-row Q4_0 matmul before it is transposed into place.
+    out_t: Vec<f32>,
+}
+
 /// `out[r, o] = Σ x[r, :] · weight[o, :]` for a quantized `weight` `[out, in]` and contiguous f32
-/// rows `x` (`rows × in`), writing into `out` (`rows × out`). `xq` is scratch for the quantized
-/// activations and is reused across calls, so a decode loop allocates nothing per token.
+/// rows `x` (`rows × in`), writing into `out` (`rows × out`).
 ///
-/// The result is split over threads by rows when there are enough of them, otherwise by column
-/// ranges (a single-row matvec must still use every thread); each element is one dot computed by
-/// one thread, so the bytes never depend on the split.
-pub fn matmul_into(x: &[f32], weight: &Tensor, xq: &mut Vec<u8>, out: &mut [f32]) -> Result<()> {
+/// Work is split over threads by ranges of weight rows, so every weight byte is read by one
+/// thread once per call (prefill and decode alike); each output element is one dot in the fixed
+/// canonical order, so the bytes never depend on the split or the number of threads.
+pub fn matmul_into(
+    x: &[f32],
+    weight: &Tensor,
+    scratch: &mut MatmulScratch,
+    out: &mut [f32],
+) -> Result<()> {
     const OP: &str = "quantized_matmul";
     let fused = fused_kernel(weight.dtype())?;
     let (n_out, n_in) = match weight.dims() {
@@ -78,31 +95,63 @@ pub fn matmul_into(x: &[f32], weight: &Tensor, xq: &mut Vec<u8>, out: &mut [f32]
             format!("{} inputs and {} outputs", x.len(), out.len()),
         ));
     }
+    if rows == 0 || n_out == 0 {
+        return Ok(());
+    }
+    let w = weight.quantized_bytes()?;
+    let w_row = weight.dtype().storage_bytes(n_in)?;
+    // Weight rows per task: one range per thread and a few more for balance.
+    let threads = parallel::num_threads();
+    let chunk = if threads == 1 {
+        n_out
+    } else {
+        n_out.div_ceil(4 * threads).max(16)
+    };
+    if weight.dtype() == DType::Q4_0 {
+        scratch.act.prepare(x, n_in)?;
+        let act = &scratch.act;
+        let gemm = |c: usize, o: &mut [f32]| {
+            kernels::gemm_q4_0_q8_0(&w[c * chunk * w_row..], act, o);
+        };
+        if rows == 1 {
+            parallel::for_each_chunk_mut(out, chunk, gemm);
+        } else {
+            let out_t = &mut scratch.out_t;
+            if out_t.len() < out.len() {
+                out_t
+                    .try_reserve_exact(out.len() - out_t.len())
+                    .map_err(|_| Error::AllocationFailed {
+                        bytes: out.len() * 4,
+                    })?;
+                out_t.resize(out.len(), 0.0);
+            }
+            parallel::for_each_chunk_mut(&mut out_t[..out.len()], chunk * rows, gemm);
+            for (o, col) in out_t.chunks_exact(rows).take(n_out).enumerate() {
+                for (r, &v) in col.iter().enumerate() {
+                    out[r * n_out + o] = v;
+                }
+            }
+        }
+        return Ok(());
+    }
     let row_bytes = fused.act.storage_bytes(n_in)?;
     let need = rows * row_bytes;
+    let xq = &mut scratch.xq;
     if xq.len() < need {
         xq.try_reserve_exact(need - xq.len())
             .map_err(|_| Error::AllocationFailed { bytes: need })?;
         xq.resize(need, 0);
     }
     for (xr, qr) in x
-        .chunks_exact(n_in.max(1))
+        .chunks_exact(n_in)
         .zip(xq.chunks_exact_mut(row_bytes.max(1)))
     {
         (fused.quantize_act)(xr, qr);
     }
     let xq = &xq[..need];
-    let w = weight.quantized_bytes()?;
-    let w_row = weight.dtype().storage_bytes(n_in)?;
-    let threads = parallel::num_threads();
-    let chunk = if threads == 1 || rows >= 4 * threads {
-        n_out
-    } else {
-        (rows * n_out).div_ceil(4 * threads).max(64)
-    };
-    parallel::for_each_chunk_mut(out, chunk, |c, out_chunk| {
+    parallel::for_each_chunk_mut(out, chunk * rows, |c, out_chunk| {
         for (i, y) in out_chunk.iter_mut().enumerate() {
-            let flat = c * chunk + i;
+            let flat = c * chunk * rows + i;
             let (r, o) = (flat / n_out, flat % n_out);
             let xr = &xq[r * row_bytes..(r + 1) * row_bytes];
             *y = (fused.dot)(&w[o * w_row..(o + 1) * w_row], xr);

@@ -14,12 +14,14 @@
 //! Scales are read with `from_le_bytes`, so nothing here depends on the alignment of the
 //! byte buffer (GGUF data need not be 2-aligned inside a `Vec<u8>`).
 
+mod act;
 mod blocks;
 pub mod kernels;
 mod kquants;
 mod legacy;
 mod matmul;
-pub use matmul::matmul_into;
+pub use act::Q8Act;
+pub use matmul::{matmul_into, MatmulScratch};
 mod quantize;
 mod traits;
 

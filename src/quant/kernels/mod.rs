@@ -19,17 +19,21 @@ pub mod simd128;
 pub mod relaxed;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-pub use scalar::{isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
+pub use scalar::{
+    gemm_q4_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0,
+};
 
 #[cfg(all(
     target_arch = "wasm32",
     target_feature = "simd128",
     not(target_feature = "relaxed-simd")
 ))]
-pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
+pub use simd128::{
+    gemm_q4_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0,
+};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use relaxed::vec_dot_q4_0_q8_0;
+pub use relaxed::{gemm_q4_0_q8_0, vec_dot_q4_0_q8_0};
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 

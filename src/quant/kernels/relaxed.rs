@@ -6,7 +6,8 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::{dot_blocks4, load16, Q4_BYTES, Q8_BYTES};
+use super::simd128::{dot_blocks4, gemm_q4_0_with, load16, Q4_BYTES, Q8_BYTES};
+use crate::quant::act::Q8Act;
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -27,4 +28,16 @@ pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         );
         i32x4_sub(pos, off)
     })
+}
+
+/// `dot16` for relaxed SIMD: one `pmaddubsw`-style i8 × i7 dot into i16 pairs (deterministic,
+/// since nibbles are in 0..=127).
+#[inline(always)]
+fn dot16_relaxed(x: v128, u: v128) -> v128 {
+    i16x8_relaxed_dot_i8x16_i7x16(x, u)
+}
+
+/// `out[o·rows + r] = w_o · x_r` (see `scalar::gemm_q4_0_q8_0`, whose bits this reproduces).
+pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_q4_0_with(dot16_relaxed, w, act, out)
 }

@@ -1,6 +1,7 @@
 //! Scalar kernels: the plain loops every SIMD variant must reproduce.
 
 use crate::dtype::DType;
+use crate::quant::act::Q8Act;
 use crate::quant::blocks::{read_f16, QK8_0};
 
 pub use crate::quant::quantize::quantize_row_q8_0;
@@ -57,4 +58,16 @@ pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
         .zip(b)
         .map(|(&x, &y)| x as i32 * (y as i8) as i32)
         .sum()
+}
+
+/// `out[o·rows + r] = w_o · x_r` for the first `out.len() / rows` Q4_0 rows of `w` against every
+/// prepared activation row: the reference for the tiled SIMD versions (same bits).
+pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    let rows = act.rows().max(1);
+    let w_row = act.blocks() * DType::Q4_0.block_bytes();
+    for (wr, y) in w.chunks_exact(w_row.max(1)).zip(out.chunks_exact_mut(rows)) {
+        for (r, v) in y.iter_mut().enumerate() {
+            *v = vec_dot_q4_0_q8_0(wr, act.q8_row(r));
+        }
+    }
 }

@@ -5,6 +5,7 @@
 use core::arch::wasm32::*;
 
 use crate::dtype::DType;
+use crate::quant::act::Q8Act;
 use crate::quant::blocks::read_f16;
 use half::f16;
 
@@ -182,4 +183,234 @@ pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
         sum += a[i] as i32 * (b[i] as i8) as i32;
     }
     sum
+}
+
+/// The f16 scales of four consecutive Q4_0 blocks starting at `w`, as f32, exact for finite
+/// scales; `special` gets all-ones lanes where a scale is inf/NaN (the caller then falls back to
+/// the scalar twin). Each scale lands in the high half of its i32 lane, so one arithmetic shift
+/// puts the exponent and mantissa in f32 position (the smeared sign bits are masked off) and the
+/// multiply by 2^112 rebiases, also normalising subnormals exactly.
+///
+/// # Safety
+/// `w` must point at four readable Q4_0 blocks.
+#[inline(always)]
+unsafe fn q4_0_scales4(w: *const u8, special: &mut v128) -> v128 {
+    let mut h = i32x4_splat(0);
+    h = v128_load16_lane::<1>(h, w as *const u16);
+    h = v128_load16_lane::<3>(h, w.add(Q4_BYTES) as *const u16);
+    h = v128_load16_lane::<5>(h, w.add(2 * Q4_BYTES) as *const u16);
+    h = v128_load16_lane::<7>(h, w.add(3 * Q4_BYTES) as *const u16);
+    let exp = i32x4_splat(0x7C00_0000);
+    *special = v128_or(*special, i32x4_eq(v128_and(h, exp), exp));
+    let bits = v128_and(i32x4_shr(h, 3), i32x4_splat(0x8FFF_E000u32 as i32));
+    f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)))
+}
+
+/// Σ (nibble − 8)·x of one Q4_0 block (`qs`: its 16 quant bytes) against Q8_0 quants `x0`
+/// (elements 0..16) and `x1` (16..32), as eight i16 partials. `dot16(x, u)` multiplies signed
+/// bytes by nibbles 0..=15 and adds neighbours into i16 lanes; with `neg` (the prepared `−8·Σx`
+/// lanes) each lane is a sum of four `(nibble − 8)·x` terms, |lane| ≤ 4·8·128, so it is exact and
+/// any four lanes still add up without overflow (see `hsum4_i16`).
+#[inline(always)]
+pub(crate) fn q4_0_block_isum(
+    dot16: impl Fn(v128, v128) -> v128,
+    qs: v128,
+    x0: v128,
+    x1: v128,
+    neg: v128,
+) -> v128 {
+    let mask = u8x16_splat(0x0F);
+    let lo = v128_and(qs, mask);
+    // A 16-bit shift is one instruction; the mask drops the bits it pulls across bytes.
+    let hi = v128_and(u16x8_shr(qs, 4), mask);
+    i16x8_add(i16x8_add(dot16(x0, lo), dot16(x1, hi)), neg)
+}
+
+/// `[Σa, Σb, Σc, Σd]` (as i32) of four vectors of eight i16 partials whose every four-lane
+/// subset sum fits in i16: transposed with i32-lane shuffles and added as i16, widened once.
+#[inline(always)]
+fn hsum4_i16(a: v128, b: v128, c: v128, d: v128) -> v128 {
+    let ab = i16x8_add(
+        i32x4_shuffle::<0, 4, 1, 5>(a, b),
+        i32x4_shuffle::<2, 6, 3, 7>(a, b),
+    );
+    let cd = i16x8_add(
+        i32x4_shuffle::<0, 4, 1, 5>(c, d),
+        i32x4_shuffle::<2, 6, 3, 7>(c, d),
+    );
+    i32x4_extadd_pairwise_i16x8(i16x8_add(
+        i32x4_shuffle::<0, 1, 4, 5>(ab, cd),
+        i32x4_shuffle::<2, 3, 6, 7>(ab, cd),
+    ))
+}
+
+/// `dot16` for plain SIMD128: byte products widened to i16 (exact), halves added.
+#[inline(always)]
+fn dot16_extmul(x: v128, u: v128) -> v128 {
+    i16x8_add(i16x8_extmul_low_i8x16(x, u), i16x8_extmul_high_i8x16(x, u))
+}
+
+/// One Q4_0 row against one prepared activation row: blocks four at a time, lane `l` of the
+/// accumulator taking block `4k + l` (the canonical order of `scalar::accumulate4`).
+///
+/// # Safety
+/// `w` must hold `nb` Q4_0 blocks, `x` `nb` Q8_0 blocks, `dx` `nb` floats and `neg` `nb·8` i16.
+#[inline(always)]
+unsafe fn q4_0_row1(
+    dot16: impl Fn(v128, v128) -> v128 + Copy,
+    w: *const u8,
+    nb: usize,
+    x: *const u8,
+    dx: *const f32,
+    neg: *const i16,
+) -> f32 {
+    let block = |b: usize| {
+        let (wb, xb) = (w.add(b * Q4_BYTES), x.add(b * Q8_BYTES));
+        q4_0_block_isum(
+            dot16,
+            v128_load(wb.add(2) as *const v128),
+            v128_load(xb.add(2) as *const v128),
+            v128_load(xb.add(18) as *const v128),
+            v128_load(neg.add(b * 8) as *const v128),
+        )
+    };
+    let mut acc = f32x4_splat(0.0);
+    let mut special = i32x4_splat(0);
+    let mut b = 0;
+    while b + 4 <= nb {
+        let isum = hsum4_i16(block(b), block(b + 1), block(b + 2), block(b + 3));
+        let scale = f32x4_mul(
+            q4_0_scales4(w.add(b * Q4_BYTES), &mut special),
+            v128_load(dx.add(b) as *const v128),
+        );
+        acc = f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)));
+        b += 4;
+    }
+    let mut lanes = [
+        f32x4_extract_lane::<0>(acc),
+        f32x4_extract_lane::<1>(acc),
+        f32x4_extract_lane::<2>(acc),
+        f32x4_extract_lane::<3>(acc),
+    ];
+    for (lane, b) in (b..nb).enumerate() {
+        let v = block(b);
+        let isum = i32x4_extract_lane::<0>(hsum4_i16(v, v, v, v));
+        let dw = crate::quant::blocks::f16_to_f32(
+            (w.add(b * Q4_BYTES) as *const u16).read_unaligned().to_le(),
+        );
+        lanes[lane] += dw * *dx.add(b) * isum as f32;
+    }
+    if v128_any_true(special) {
+        // An inf/NaN scale (a broken file): let the scalar twin define the result.
+        return super::scalar::vec_dot_q4_0_q8_0(
+            core::slice::from_raw_parts(w, nb * Q4_BYTES),
+            core::slice::from_raw_parts(x, nb * Q8_BYTES),
+        );
+    }
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+}
+
+/// One Q4_0 row against four prepared activation rows `r0..r0 + 4`: the weight block is unpacked
+/// once for all four, the four integer sums are transposed into one vector (lane = row), and
+/// block `b` goes into accumulator `b % 4` — the same per-element order as `q4_0_row1`.
+///
+/// # Safety
+/// As `q4_0_row1`, for rows `r0..r0 + 4` of an activation with `rows` rows; `out` gets 4 floats.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn q4_0_row4(
+    dot16: impl Fn(v128, v128) -> v128 + Copy,
+    w: *const u8,
+    nb: usize,
+    act: &Q8Act,
+    r0: usize,
+    out: *mut f32,
+) {
+    let rows = act.rows();
+    let row_bytes = nb * Q8_BYTES;
+    let x = act.q8().as_ptr().add(r0 * row_bytes);
+    let neg = act.neg8().as_ptr().add(r0 * nb * 8);
+    let dx_t = act.dx_t().as_ptr().add(r0);
+    let step = |b: usize, acc: v128| {
+        let wb = w.add(b * Q4_BYTES);
+        let qs = v128_load(wb.add(2) as *const v128);
+        let isum_row = |r: usize| {
+            let xb = x.add(r * row_bytes + b * Q8_BYTES);
+            q4_0_block_isum(
+                dot16,
+                qs,
+                v128_load(xb.add(2) as *const v128),
+                v128_load(xb.add(18) as *const v128),
+                v128_load(neg.add((r * nb + b) * 8) as *const v128),
+            )
+        };
+        let isum = hsum4_i16(isum_row(0), isum_row(1), isum_row(2), isum_row(3));
+        let dw = crate::quant::blocks::f16_to_f32((wb as *const u16).read_unaligned().to_le());
+        let scale = f32x4_mul(
+            f32x4_splat(dw),
+            v128_load(dx_t.add(b * rows) as *const v128),
+        );
+        f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
+    };
+    let mut acc = [f32x4_splat(0.0); 4];
+    let mut b = 0;
+    while b + 4 <= nb {
+        acc[0] = step(b, acc[0]);
+        acc[1] = step(b + 1, acc[1]);
+        acc[2] = step(b + 2, acc[2]);
+        acc[3] = step(b + 3, acc[3]);
+        b += 4;
+    }
+    for (lane, b) in (b..nb).enumerate() {
+        acc[lane] = step(b, acc[lane]);
+    }
+    let sum = f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]));
+    v128_store(out as *mut v128, sum);
+}
+
+/// Tiled Q4_0 × prepared-Q8_0 matmul with a given `dot16`; see `scalar::gemm_q4_0_q8_0`.
+#[inline(always)]
+pub(crate) fn gemm_q4_0_with(
+    dot16: impl Fn(v128, v128) -> v128 + Copy,
+    w: &[u8],
+    act: &Q8Act,
+    out: &mut [f32],
+) {
+    let (rows, nb) = (act.rows(), act.blocks());
+    if rows == 0 || nb == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let w_row = nb * Q4_BYTES;
+    let n_w = (out.len() / rows).min(w.len() / w_row);
+    assert!(act.dx_t().len() >= rows * nb && act.neg8().len() >= rows * nb * 8);
+    let tiles = rows / 4 * 4;
+    for o in 0..n_w {
+        // SAFETY: row `o < n_w` lies inside `w` and `out`; the activation tables were sized by
+        // `Q8Act::prepare` for `rows × nb` (asserted above); v128 loads and stores are unaligned.
+        unsafe {
+            let wr = w.as_ptr().add(o * w_row);
+            let y = out.as_mut_ptr().add(o * rows);
+            let mut r = 0;
+            while r < tiles {
+                q4_0_row4(dot16, wr, nb, act, r, y.add(r));
+                r += 4;
+            }
+            for r in tiles..rows {
+                *y.add(r) = q4_0_row1(
+                    dot16,
+                    wr,
+                    nb,
+                    act.q8_row(r).as_ptr(),
+                    act.dx().as_ptr().add(r * nb),
+                    act.neg8().as_ptr().add(r * nb * 8),
+                );
+            }
+        }
+    }
+}
+
+/// `out[o·rows + r] = w_o · x_r` (see `scalar::gemm_q4_0_q8_0`, whose bits this reproduces).
+pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_q4_0_with(dot16_extmul, w, act, out)
 }

@@ -1,0 +1,115 @@
+//! Activations prepared once per matmul for the Q4_0 kernels.
+//!
+//! A Q4_0 weight row is read once per activation row, but the work that depends only on the
+//! activations — quantizing to Q8_0, decoding the block scales, and the `−8·Σx` that folds the
+//! Q4_0 offset into the integer sum — is done here once and shared by every weight row.
+
+use super::kernels::quantize_row_q8_0;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::quant::blocks::f16_to_f32;
+
+/// Elements per Q8_0 block.
+const QK: usize = 32;
+
+/// Quantized activation rows plus the side tables the Q4_0 inner loops read.
+#[derive(Default, Debug)]
+pub struct Q8Act {
+    rows: usize,
+    blocks: usize,
+    /// `[rows][blocks]` Q8_0 blocks (ggml's 34-byte layout; what the scalar twin reads).
+    q8: Vec<u8>,
+    /// `[rows][blocks]` block scales as f32 (a row's scales load four at a time).
+    dx: Vec<f32>,
+    /// `[blocks][rows]` the same scales, block-major (four rows' scales load at once).
+    dx_t: Vec<f32>,
+    /// `[rows][blocks][8]`: lane `l` holds `−8·(x[2l] + x[2l+1] + x[16+2l] + x[17+2l])`, so
+    /// adding it to `Σ nibble·x` gives the exact `Σ (nibble − 8)·x` without a subtract per weight.
+    neg8: Vec<i16>,
+}
+
+fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
+    if v.len() < n {
+        v.try_reserve_exact(n - v.len())
+            .map_err(|_| Error::AllocationFailed {
+                bytes: n.saturating_mul(core::mem::size_of::<T>()),
+            })?;
+        v.resize(n, T::default());
+    }
+    Ok(())
+}
+
+// The tables are read by the SIMD kernels only; the scalar twin reads the Q8_0 rows.
+#[cfg_attr(
+    not(all(target_arch = "wasm32", target_feature = "simd128")),
+    allow(dead_code)
+)]
+impl Q8Act {
+    /// Quantizes `x` (`rows × n_in`, `n_in` a multiple of 32) and fills the side tables. Buffers
+    /// grow once and are reused, so a decode loop allocates nothing.
+    pub fn prepare(&mut self, x: &[f32], n_in: usize) -> Result<()> {
+        if n_in == 0 || n_in % QK != 0 || x.len() % n_in != 0 {
+            return Err(Error::shape(
+                "Q8Act::prepare",
+                "rows × n_in with n_in a multiple of 32",
+                format!("{} values, n_in {n_in}", x.len()),
+            ));
+        }
+        let (rows, blocks) = (x.len() / n_in, n_in / QK);
+        let nb = rows * blocks;
+        let row_bytes = blocks * DType::Q8_0.block_bytes();
+        grow(&mut self.q8, rows * row_bytes)?;
+        grow(&mut self.dx, nb)?;
+        grow(&mut self.dx_t, nb)?;
+        grow(&mut self.neg8, nb * 8)?;
+        self.rows = rows;
+        self.blocks = blocks;
+        for (r, xr) in x.chunks_exact(n_in).enumerate() {
+            let q8 = &mut self.q8[r * row_bytes..(r + 1) * row_bytes];
+            quantize_row_q8_0(xr, q8);
+            for (b, xb) in q8.chunks_exact(DType::Q8_0.block_bytes()).enumerate() {
+                let d = f16_to_f32(u16::from_le_bytes([xb[0], xb[1]]));
+                self.dx[r * blocks + b] = d;
+                self.dx_t[b * rows + r] = d;
+                let q = |j: usize| (xb[2 + j] as i8) as i16;
+                let neg = &mut self.neg8[(r * blocks + b) * 8..][..8];
+                for (l, n) in neg.iter_mut().enumerate() {
+                    *n = -8 * (q(2 * l) + q(2 * l + 1) + q(16 + 2 * l) + q(17 + 2 * l));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Activation rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Q8_0 blocks per row.
+    pub fn blocks(&self) -> usize {
+        self.blocks
+    }
+
+    /// Row `r` as Q8_0 blocks.
+    pub fn q8_row(&self, r: usize) -> &[u8] {
+        let n = self.blocks * DType::Q8_0.block_bytes();
+        &self.q8[r * n..(r + 1) * n]
+    }
+
+    pub(crate) fn q8(&self) -> &[u8] {
+        &self.q8[..self.rows * self.blocks * DType::Q8_0.block_bytes()]
+    }
+
+    pub(crate) fn dx(&self) -> &[f32] {
+        &self.dx[..self.rows * self.blocks]
+    }
+
+    pub(crate) fn dx_t(&self) -> &[f32] {
+        &self.dx_t[..self.rows * self.blocks]
+    }
+
+    pub(crate) fn neg8(&self) -> &[i16] {
+        &self.neg8[..self.rows * self.blocks * 8]
+    }
+}
