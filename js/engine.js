@@ -161,7 +161,7 @@ class Engine {
 
 /**
  * Starts an engine in a dedicated Worker.
- * @param {{ threads?: number | "auto", build?: "auto" | "simd" | "relaxed" | "threads", workerUrl?: string | URL }} [options]
+ * @param {{ threads?: number | "auto", build?: "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads", workerUrl?: string | URL }} [options]
  */
 export async function createEngine({ threads = "auto", build = "auto", workerUrl } = {}) {
   // Written out literally so bundlers (Vite, webpack) recognise the worker and bundle it.

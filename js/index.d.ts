@@ -2,7 +2,7 @@ export * from "../pkg/kopitiam_wasm.js";
 export { default } from "../pkg/kopitiam_wasm.js";
 import type { ModelInfo, SamplingOptions, ChatMessage } from "../pkg/kopitiam_wasm.js";
 
-export type Build = "auto" | "simd" | "relaxed" | "threads";
+export type Build = "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads";
 export function relaxedSimdSupported(): boolean;
 export function threadsSupported(): boolean;
 export function pickBuild(): Exclude<Build, "auto">;

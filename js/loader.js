@@ -1,9 +1,12 @@
 // Picks and loads the best kopitiam-wasm build for the environment it runs in:
-//   threads  — SIMD128 + Web Worker pool (wasm-bindgen-rayon); only inside a Worker of a
-//              crossOriginIsolated page (rayon blocks, which a page's main thread may not do)
-//   relaxed  — relaxed-SIMD dot products; where WebAssembly.validate accepts a relaxed op
-//   simd     — SIMD128, the default that runs everywhere
-// `build` overrides the choice; `threads` is the pool size ("auto" = hardwareConcurrency).
+//   relaxed-threads — relaxed SIMD + Web Worker pool (wasm-bindgen-rayon); only inside a Worker
+//                     of a crossOriginIsolated page (rayon blocks, which a page's main thread
+//                     may not do), where WebAssembly.validate accepts a relaxed op
+//   threads         — the same with plain SIMD128
+//   relaxed         — relaxed-SIMD dot products, one thread
+//   simd            — SIMD128, one thread: the default that runs everywhere
+// `build` overrides the choice; `threads` is the pool size ("auto" = hardwareConcurrency); with
+// `threads: 1` the automatic choice is a single-thread build (no atomics, no pool to start).
 
 /** A minimal module whose one function executes i32x4.relaxed_dot_i8x16_i7x16_add_s. */
 const RELAXED_PROBE = new Uint8Array([
@@ -34,24 +37,27 @@ const BUILDS = {
   simd: () => import("../pkg/kopitiam_wasm.js"),
   relaxed: () => import("../pkg-relaxed/kopitiam_wasm.js"),
   threads: () => import("../pkg-threads/kopitiam_wasm.js"),
+  "relaxed-threads": () => import("../pkg-relaxed-threads/kopitiam_wasm.js"),
 };
 
-/** The build `auto` resolves to here. */
-export function pickBuild() {
-  if (threadsSupported()) return "threads";
-  if (relaxedSimdSupported()) return "relaxed";
-  return "simd";
+const THREADED = new Set(["threads", "relaxed-threads"]);
+
+/** The build `auto` resolves to here (for a pool of `threads`, if given). */
+export function pickBuild(threads = "auto") {
+  const relaxed = relaxedSimdSupported();
+  if (threads !== 1 && threadsSupported()) return relaxed ? "relaxed-threads" : "threads";
+  return relaxed ? "relaxed" : "simd";
 }
 
 /**
  * Loads and initialises a build. Resolves to `{ build, threads, module, memory }` where `module`
  * is the wasm-bindgen module (Tensor, Model, buildInfo, …) and `memory` its WebAssembly.Memory.
- * @param {{ build?: "auto" | "simd" | "relaxed" | "threads", threads?: number | "auto", wasm?: any }} [options]
+ * @param {{ build?: "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads", threads?: number | "auto", wasm?: any }} [options]
  */
 export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = {}) {
-  const chosen = build === "auto" ? pickBuild() : build;
+  const chosen = build === "auto" ? pickBuild(threads) : build;
   if (!(chosen in BUILDS)) throw Object.assign(new Error(`unknown build ${build}`), { code: "InvalidArgument" });
-  if (chosen === "threads" && !threadsSupported()) {
+  if (THREADED.has(chosen) && !threadsSupported()) {
     throw Object.assign(
       new Error("the threads build needs a Worker in a crossOriginIsolated page (COOP/COEP)"),
       { code: "UnsupportedEnvironment" },
@@ -60,7 +66,7 @@ export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = 
   const module = await BUILDS[chosen]();
   const exports = await module.default(wasm === undefined ? undefined : { module_or_path: wasm });
   let n = 1;
-  if (chosen === "threads") {
+  if (THREADED.has(chosen)) {
     n = threads === "auto" ? Math.max(1, navigator.hardwareConcurrency || 1) : threads;
     await module.initThreadPool(n);
   }

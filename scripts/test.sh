@@ -35,5 +35,5 @@ else
 fi
 
 step "build pkg/ and run the JavaScript tests"
-bash scripts/build.sh simd relaxed threads
+bash scripts/build.sh simd relaxed threads relaxed-threads
 node --test tests/js/

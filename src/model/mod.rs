@@ -116,15 +116,20 @@ impl Session {
     /// call) and returns the logits asked for (`[1, vocab]` for [`Logits::Last`]).
     pub fn eval(&mut self, model: &Model, tokens: &[u32], which: Logits) -> Result<&[f32]> {
         let pos0 = self.tokens.len();
-        let logits = transformer::forward(
-            &model.config,
-            &model.weights,
-            &mut self.cache,
-            &mut self.scratch,
-            tokens,
-            pos0,
-            which,
-        )?;
+        let (cache, scratch) = (&mut self.cache, &mut self.scratch);
+        // One team of threads for the whole pass: its ~130 parallel loops then start in
+        // microseconds instead of waking the pool each time.
+        let logits = crate::parallel::with_team(move || {
+            transformer::forward(
+                &model.config,
+                &model.weights,
+                cache,
+                scratch,
+                tokens,
+                pos0,
+                which,
+            )
+        })?;
         self.tokens.extend_from_slice(tokens);
         Ok(logits)
     }
