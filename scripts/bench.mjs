@@ -1,11 +1,13 @@
 // `npm run bench`: builds the release wasm variants, runs www/bench in headless Chromium, prints
-// a table of medians and writes it to BENCHMARKS.md. A measurement tool, not a test.
+// a table of medians and writes it to its own section of BENCHMARKS.md (the end-to-end section
+// of `npm run bench:e2e` stays). A measurement tool, not a test.
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { serve } from "./serve.mjs";
 import { launch } from "../tests/js/browser.mjs";
+import { writeSection } from "./bench-md.mjs";
 
-execFileSync("bash", ["scripts/build.sh", "simd", "relaxed", "scalar", "threads"], { stdio: "inherit" });
+execFileSync("bash", ["scripts/build.sh", "simd", "relaxed", "scalar", "threads", "relaxed-threads"], { stdio: "inherit" });
 
 const server = await serve(0);
 const browser = await launch();
@@ -33,7 +35,7 @@ const baseline = Object.fromEntries(
 );
 const fmt = (v, d = 2) => (v === undefined ? "" : v.toFixed(d));
 const lines = [
-  "# Benchmarks",
+  "## Kernels",
   "",
   `Kernel benchmark (\`npm run bench\`), ${new Date().toISOString().slice(0, 10)}: headless Chromium ${chromium},`,
   `${cores} cores (${cpu}). Medians of 7 timed batches per cell; every kernel runs through the public`,
@@ -54,5 +56,5 @@ for (const r of results) {
   }
 }
 const table = lines.join("\n") + "\n";
-writeFileSync("BENCHMARKS.md", table);
+writeSection("BENCHMARKS.md", "kernels", table);
 console.log(table);

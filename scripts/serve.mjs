@@ -47,7 +47,9 @@ export function serve(port = 8080, host = "127.0.0.1") {
         "Content-Type": types[extname(path)] ?? "application/octet-stream",
         "Content-Length": size,
       });
-      createReadStream(path).pipe(res);
+      // HEAD (wllama sizes the model with one) must not read the whole file.
+      if (req.method === "HEAD") res.end();
+      else createReadStream(path).pipe(res);
     } catch {
       res.writeHead(404).end("not found");
     }

@@ -1,0 +1,311 @@
+// `npm run bench:e2e`: our engine against wllama (@wllama/wllama, llama.cpp in wasm) end to end
+// in headless Chromium — same GGUF, prompt, greedy sampling and origin (COOP/COEP) — on 1 and 2
+// threads. Load time, prefill/decode tok/s and peak renderer memory; medians go to the e2e
+// section of BENCHMARKS.md. A measurement tool, not a test.
+//   RUNS=3 THREADS=1,2 node scripts/bench-e2e.mjs     (KOPITIAM_BENCH_NO_BUILD=1 skips the build)
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { serve } from "./serve.mjs";
+import { launch } from "../tests/js/browser.mjs";
+import { writeSection } from "./bench-md.mjs";
+
+// 106 tokens with the Gemma 3 tokenizer (BOS included). A base-style text that ends mid-heading,
+// so greedy decoding runs the full 64 tokens without reaching EOS.
+const PROMPT =
+  "The history of the spice trade is a story of ships, storms and ambition. For more than two " +
+  "thousand years, merchants carried pepper, cinnamon, cloves and nutmeg from the islands of " +
+  "Southeast Asia and the coasts of India to the markets of Arabia, Egypt and Europe. Port cities " +
+  "such as Malacca, Calicut and Alexandria grew rich on this traffic, and empires rose and fell as " +
+  "they fought to control it. In this long article, we will walk through the story, century by " +
+  "century. Chapter 1: The first sailors";
+const MAX_TOKENS = 64;
+const MODEL_URL = "/models/gemma-3-270m-q4_0.gguf";
+const RUNS = Number(process.env.RUNS ?? 3);
+const THREADS = (process.env.THREADS ?? "1,2").split(",").map(Number);
+const RUN_TIMEOUT_MS = 1000 * Number(process.env.RUN_TIMEOUT_S ?? 180);
+const SIDES = {
+  ours: { page: "e2e-ours.html", key: "kopitiamResult" },
+  wllama: { page: "wllama.html", key: "wllamaResult" },
+};
+
+if (process.env.KOPITIAM_BENCH_NO_BUILD !== "1") {
+  execFileSync("bash", ["scripts/build.sh", "simd", "relaxed", "threads", "relaxed-threads"], { stdio: "inherit" });
+}
+const modelFile = join(process.env.KOPITIAM_CACHE ?? join(homedir(), ".cache", "kopitiam"), "gemma-3-270m-q4_0.gguf");
+if (!existsSync(modelFile)) {
+  execFileSync("bash", ["scripts/prepare-model.sh"], { stdio: ["ignore", "ignore", "inherit"] });
+}
+const ggufBytes = statSync(modelFile).size;
+const wllamaVersion = JSON.parse(readFileSync("node_modules/@wllama/wllama/package.json", "utf8")).version;
+
+// ---- memory: PSS of this browser's renderer processes (pages and their workers live there) ----
+
+/** pid → ppid for every process. */
+function parents() {
+  const map = new Map();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      map.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // the process exited meanwhile
+    }
+  }
+  return map;
+}
+
+/** Renderers descended from this node process (its Chromium), so no other Chromium counts. */
+function renderers() {
+  const ppid = parents();
+  const ours = (pid) => {
+    for (let p = ppid.get(pid); p > 1; p = ppid.get(p)) if (p === process.pid) return true;
+    return false;
+  };
+  const out = [];
+  for (const pid of ppid.keys()) {
+    try {
+      if (ours(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--type=renderer")) out.push(pid);
+    } catch {
+      // exited
+    }
+  }
+  return out;
+}
+
+function rendererPssKiB() {
+  let sum = 0;
+  for (const pid of renderers()) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8").match(/^Pss:\s+(\d+)/m)[1]);
+    } catch {
+      // exited
+    }
+  }
+  return sum;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Waits (≤ 5 s) for the renderers of closed contexts to exit, so they don't count next time. */
+async function settle() {
+  for (let i = 0; i < 50 && renderers().length > 0; i++) await sleep(100);
+}
+
+// ---- runs ----
+
+const server = await serve(0);
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await launch();
+const chromium = browser.version();
+
+/** One run in a fresh context (own HTTP cache and storage): result + peak renderer PSS. */
+async function runOnce(side, threads) {
+  const { page: file, key } = SIDES[side];
+  await settle();
+  const context = await browser.newContext();
+  const logs = [];
+  let peak = 0;
+  const sample = () => (peak = Math.max(peak, rendererPssKiB()));
+  const timer = setInterval(sample, 100);
+  try {
+    const page = await context.newPage();
+    page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
+    page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+    const q = new URLSearchParams({ model: MODEL_URL, prompt: PROMPT, maxTokens: MAX_TOKENS, threads });
+    await page.goto(`${base}/www/bench/${file}?${q}`);
+    try {
+      await page.waitForFunction((k) => window[k], key, { timeout: RUN_TIMEOUT_MS, polling: 200 });
+    } catch (e) {
+      if (e.name !== "TimeoutError") throw e;
+      throw new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`);
+    }
+    sample();
+    const r = await page.evaluate((k) => window[k], key);
+    if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
+    return { ...r, peakPssKiB: peak };
+  } catch (e) {
+    const tail = logs.filter((l) => !l.startsWith("debug")).slice(-8).join("\n    ");
+    throw new Error(`${side} ×${threads}: ${e.message}${tail ? `\n    ${tail}` : ""}`);
+  } finally {
+    clearInterval(timer);
+    await context.close();
+  }
+}
+
+/** Both sides in one shape. */
+function normalise(side, r) {
+  if (side === "ours") {
+    return {
+      loadMs: r.loadMs,
+      prefill: r.stats.prefillTokensPerSecond,
+      decode: r.stats.decodeTokensPerSecond,
+      promptTokens: r.stats.promptTokens,
+      generatedTokens: r.stats.generatedTokens,
+      build: `${r.info.build} ×${r.info.threads}`,
+      text: r.text,
+      peakPssKiB: r.peakPssKiB,
+    };
+  }
+  return {
+    loadMs: r.loadMs,
+    prefill: r.prefillTokensPerSecond,
+    decode: r.decodeTokensPerSecond,
+    promptTokens: r.promptTokens,
+    generatedTokens: r.generatedTokens,
+    build: `${r.build} ×${r.threads}`,
+    text: r.text,
+    peakPssKiB: r.peakPssKiB,
+  };
+}
+
+const runs = []; // { side, threads, i, ...normalised } or { side, threads, i, error }
+let emptyKiB, cpu, cores;
+try {
+  // The empty page, measured the same way: a blank page of the same (isolated) origin.
+  const blanks = [];
+  for (let i = 0; i < 3; i++) {
+    await settle();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/www/bench/blank.html`);
+    await sleep(1000);
+    for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB());
+    await context.close();
+  }
+  emptyKiB = median(blanks);
+  console.log(`Chromium ${chromium}; empty page ${(emptyKiB / 1024).toFixed(1)} MiB PSS; GGUF ${(ggufBytes / 2 ** 20).toFixed(1)} MiB`);
+
+  let wllamaFailures = 0;
+  for (const threads of THREADS) {
+    for (let i = 0; i < RUNS; i++) {
+      // A B A B …: the two sides take turns so a slow phase of the machine hits both.
+      for (const side of ["ours", "wllama"]) {
+        if (side === "wllama" && wllamaFailures >= 2) continue;
+        let entry;
+        for (let attempt = 0; attempt < 2 && !entry?.loadMs; attempt++) {
+          try {
+            entry = { side, threads, i, ...normalise(side, await runOnce(side, threads)) };
+          } catch (e) {
+            entry = { side, threads, i, error: e.message };
+            console.error(`  ${e.message}`);
+            if (side === "wllama") break; // its failures are reported, not retried
+          }
+        }
+        if (entry.error && side === "wllama") wllamaFailures++;
+        runs.push(entry);
+        if (!entry.error) {
+          console.log(
+            `  ${side.padEnd(6)} ×${threads} run ${i + 1}: load ${(entry.loadMs / 1e3).toFixed(2)} s, ` +
+              `prefill ${entry.prefill.toFixed(1)} tok/s (${entry.promptTokens}), decode ${entry.decode.toFixed(1)} tok/s ` +
+              `(${entry.generatedTokens}), peak PSS − empty ${((entry.peakPssKiB - emptyKiB) / 1024).toFixed(0)} MiB [${entry.build}]`,
+          );
+        }
+      }
+    }
+  }
+  cores = execFileSync("nproc").toString().trim();
+  cpu = (readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/) ?? [])[1] ?? "?";
+} finally {
+  await browser.close();
+  server.close();
+}
+
+// ---- report ----
+
+const mib = (kib) => (kib - emptyKiB) / 1024;
+const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : "–");
+const cells = {};
+for (const side of Object.keys(SIDES)) {
+  for (const threads of THREADS) {
+    const ok = runs.filter((r) => r.side === side && r.threads === threads && !r.error);
+    cells[`${side}${threads}`] = ok.length
+      ? {
+          n: ok.length,
+          build: [...new Set(ok.map((r) => r.build))].join(", "),
+          load: median(ok.map((r) => r.loadMs / 1e3)),
+          prefill: median(ok.map((r) => r.prefill)),
+          decode: median(ok.map((r) => r.decode)),
+          pss: median(ok.map((r) => mib(r.peakPssKiB))),
+          tokens: [...new Set(ok.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
+        }
+      : null;
+  }
+}
+
+const ourRuns = runs.filter((r) => r.side === "ours" && !r.error);
+if (!ourRuns.length) {
+  console.error("no run of our engine succeeded: BENCHMARKS.md left as it was");
+  process.exit(1);
+}
+const firstText = (side, threads) => runs.find((r) => r.side === side && r.threads === threads && !r.error)?.text;
+const lines = [
+  "## End to end: kopitiam-wasm vs wllama",
+  "",
+  `\`npm run bench:e2e\`, ${new Date().toISOString().slice(0, 10)}: headless Chromium ${chromium}, ${cores} cores (${cpu}).`,
+  `Gemma 3 270M Q4_0 (${(ggufBytes / 2 ** 20).toFixed(1)} MiB GGUF) served from localhost with COOP/COEP to both`,
+  `sides; one ${PROMPT.split(" ").length}-word prompt (${ourRuns[0].promptTokens} Gemma 3 tokens with BOS), raw completion, greedy, ${MAX_TOKENS}`,
+  `new tokens. wllama is @wllama/wllama ${wllamaVersion} (\`loadModelFromUrl\` with n_threads, n_ctx 1024,`,
+  "n_gpu_layers 0; `createCompletion` with temperature 0, top_k 1); its speeds are llama.cpp's own",
+  "`timings`. Ours is `createEngine` + `loadModel` + `complete` (1 thread: the single-thread relaxed-SIMD",
+  "build; 2: the threaded build), speeds from `stats`. *Load* is everything before the first prompt can",
+  "run (worker and wasm start-up, download, parse; wllama also copies the file to OPFS and runs a",
+  "warm-up decode). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
+  `workers), sampled every 100 ms, minus an empty page of the same origin (${fmt(emptyKiB / 1024)} MiB); wllama's`,
+  "OPFS copy lives outside the renderers and is not counted. Every run has a fresh browser context;",
+  `sides alternate; medians of ${RUNS} run(s) per cell.`,
+  "",
+  "| side | threads | build | load s | prefill tok/s | decode tok/s | peak PSS − empty MiB | tokens (prompt+new) | runs |",
+  "|---|---:|---|---:|---:|---:|---:|---|---:|",
+];
+for (const side of Object.keys(SIDES)) {
+  for (const threads of THREADS) {
+    const c = cells[`${side}${threads}`];
+    lines.push(
+      c
+        ? `| ${side} | ${threads} | ${c.build} | ${fmt(c.load, 2)} | ${fmt(c.prefill)} | ${fmt(c.decode)} | ${fmt(c.pss, 0)} | ${c.tokens} | ${c.n} |`
+        : `| ${side} | ${threads} | failed | | | | | | 0 |`,
+    );
+  }
+}
+lines.push("", "| threads | decode ours/wllama | prefill ours/wllama | load wllama/ours | our PSS / GGUF size | same text |", "|---:|---:|---:|---:|---:|---|");
+for (const threads of THREADS) {
+  const o = cells[`ours${threads}`];
+  const w = cells[`wllama${threads}`];
+  const a = firstText("ours", threads);
+  const b = firstText("wllama", threads);
+  const same = a === undefined || b === undefined ? "–" : a === b ? "yes" : "no";
+  lines.push(
+    `| ${threads} | ${fmt(o && w ? o.decode / w.decode : NaN, 2)} | ${fmt(o && w ? o.prefill / w.prefill : NaN, 2)} | ` +
+      `${fmt(o && w ? w.load / o.load : NaN, 2)} | ${fmt(o ? (o.pss * 2 ** 20) / ggufBytes : NaN, 2)} | ${same} |`,
+  );
+}
+if (cells.ours1 && cells.ours2) {
+  lines.push("", `Our 2-thread decode / 1-thread decode: ${fmt(cells.ours2.decode / cells.ours1.decode, 2)}.`);
+}
+lines.push("", "Per run (load s, prefill tok/s, decode tok/s, peak PSS − empty MiB, prompt+new tokens):", "");
+for (const r of runs) {
+  lines.push(
+    r.error
+      ? `- ${r.side} ×${r.threads} #${r.i + 1}: error: ${r.error.split("\n")[0]}`
+      : `- ${r.side} ×${r.threads} #${r.i + 1}: ${fmt(r.loadMs / 1e3, 2)}, ${fmt(r.prefill)}, ${fmt(r.decode)}, ${fmt(mib(r.peakPssKiB), 0)}, ${r.promptTokens}+${r.generatedTokens}`,
+  );
+}
+const short = runs.filter((r) => !r.error && r.generatedTokens < MAX_TOKENS);
+if (short.length) lines.push("", `Stopped early (EOS) in ${short.length} run(s): ${short.map((r) => `${r.side} ×${r.threads} #${r.i + 1}`).join(", ")}.`);
+const report = lines.join("\n") + "\n";
+writeSection("BENCHMARKS.md", "e2e", report, { top: true });
+console.log("\n" + report);
+for (const threads of THREADS) {
+  for (const side of Object.keys(SIDES)) {
+    const t = firstText(side, threads);
+    if (t !== undefined) console.log(`${side} ×${threads} text: ${JSON.stringify(t.slice(0, 160))}`);
+  }
+}

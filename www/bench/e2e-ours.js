@@ -1,0 +1,27 @@
+// Our side of `npm run bench:e2e`: the public engine, timed the way a user waits for it.
+// Publishes window.kopitiamResult = { loadMs, text, tokens, stats, info } or { error }.
+import { createEngine } from "../../js/engine.js";
+
+const params = new URLSearchParams(location.search);
+const model = params.get("model") ?? "/models/gemma-3-270m-q4_0.gguf";
+const prompt = params.get("prompt") ?? "Once upon a time";
+const maxTokens = Number(params.get("maxTokens") ?? 64);
+const threads = Number(params.get("threads") ?? 1);
+// The automatic choice: one thread -> the single-thread build (relaxed SIMD where the browser
+// has it), more -> the threaded build.
+
+try {
+  // Load = everything before the first prompt can run: worker + wasm start-up + download + parse.
+  const t0 = performance.now();
+  const engine = await createEngine({ threads });
+  await engine.loadModel(model);
+  const loadMs = performance.now() - t0;
+  const t1 = performance.now();
+  // A 1024-token context, like wllama's n_ctx, so the memory comparison is like for like.
+  const r = await engine.complete(prompt, { maxTokens, temperature: 0, contextLength: 1024 });
+  const wallMs = performance.now() - t1;
+  window.kopitiamResult = { loadMs, wallMs, text: r.text, tokens: r.tokens, stats: r.stats, info: engine.info };
+} catch (e) {
+  window.kopitiamResult = { error: { code: e.code, message: e.message ?? String(e) } };
+}
+document.getElementById("out").textContent = JSON.stringify(window.kopitiamResult, null, 1);
