@@ -1,11 +1,11 @@
 //! The key/value cache: one `[context, kv_dim]` buffer per layer for keys and one for values,
-//! sized once from the context length asked for.
+//! sized once from the context length asked for, and resident only as far as it is filled.
 //!
 //! Values are rounded through f16 on the way in, as llama.cpp's default f16 cache does, so our
 //! attention sees the same numbers; they are kept as f32 so the dot products need no conversion.
 
 use crate::error::{Error, Result};
-use crate::storage::try_vec;
+use crate::storage::try_with_capacity;
 use half::f16;
 
 pub struct KvCache {
@@ -23,8 +23,10 @@ impl KvCache {
         let mut k = Vec::with_capacity(n_layer);
         let mut v = Vec::with_capacity(n_layer);
         for _ in 0..n_layer {
-            k.push(try_vec(n, 0.0f32)?);
-            v.push(try_vec(n, 0.0f32)?);
+            // Reserved, not filled: the allocator takes fresh pages for a block this size and
+            // nothing writes them until a position is stored, so they stay unresident.
+            k.push(try_with_capacity::<f32>(n)?);
+            v.push(try_with_capacity::<f32>(n)?);
         }
         Ok(KvCache {
             capacity,
@@ -43,7 +45,11 @@ impl KvCache {
     pub(crate) fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) {
         let start = pos * self.kv_dim;
         for (dst, src) in [(&mut self.k[il], k), (&mut self.v[il], v)] {
-            for (d, &s) in dst[start..start + src.len()].iter_mut().zip(src) {
+            let end = start + src.len();
+            if dst.len() < end {
+                dst.resize(end, 0.0); // within the reserved capacity: no reallocation
+            }
+            for (d, &s) in dst[start..end].iter_mut().zip(src) {
                 *d = f16::from_f32(s).to_f32();
             }
         }

@@ -18,7 +18,7 @@ pub use config::{Arch, Config};
 pub use transformer::Logits;
 
 use crate::error::{Error, Result};
-use crate::gguf::GgufFile;
+use crate::gguf::{Array, GgufFile, Value};
 use kv_cache::KvCache;
 use tokenizer::{Tokenizer, TokenizerConfig};
 use transformer::Scratch;
@@ -40,10 +40,10 @@ impl Model {
     /// quantized weight.
     pub fn load(bytes: Vec<u8>) -> Result<Model> {
         let file = Arc::new(bytes);
-        let gguf = GgufFile::parse(&file)?;
+        let mut gguf = GgufFile::parse(&file)?;
         let config = Config::from_gguf(&gguf)?;
         let weights = Weights::load(&config, &gguf, &file)?;
-        let tokenizer = tokenizer_from_gguf(&gguf)?;
+        let tokenizer = take_tokenizer(&mut gguf)?;
         if tokenizer.vocab_size() != config.n_vocab {
             return Err(Error::UnsupportedModel {
                 reason: format!(
@@ -74,7 +74,8 @@ impl Model {
         &self.tokenizer
     }
 
-    /// The file's metadata and tensor table.
+    /// The file's metadata and tensor table, minus the vocabulary arrays (`tokenizer.ggml.tokens`,
+    /// `.scores`, `.token_type`), which moved into [`Model::tokenizer`].
     pub fn gguf(&self) -> &GgufFile {
         &self.gguf
     }
@@ -152,21 +153,54 @@ impl Session {
 
 /// The SPM tokenizer described by a GGUF file's `tokenizer.ggml.*` keys.
 pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
+    let tokens = g.get_str_array("tokenizer.ggml.tokens")?.to_vec();
+    let scores = g.get_f32_array("tokenizer.ggml.scores").map(<[f32]>::to_vec);
+    let types = g.get_i32_array("tokenizer.ggml.token_type").map(<[i32]>::to_vec);
+    build_tokenizer(g, tokens, scores.ok(), types.ok())
+}
+
+/// [`tokenizer_from_gguf`] that moves the vocabulary arrays out of `g`'s metadata instead of
+/// copying them: a 262 144-token vocabulary as `String`s is ~10 MB, and the tokenizer keeps its
+/// own compact arena, so the model would otherwise hold the strings twice.
+fn take_tokenizer(g: &mut GgufFile) -> Result<Tokenizer> {
+    let mut take = |key: &str| {
+        let at = g.metadata.iter().position(|(k, _)| k == key)?;
+        Some(g.metadata.remove(at).1)
+    };
+    let (tokens, scores, types) = (
+        take("tokenizer.ggml.tokens"),
+        take("tokenizer.ggml.scores"),
+        take("tokenizer.ggml.token_type"),
+    );
+    let tokens = match tokens {
+        Some(Value::Array(Array::String(t))) => t,
+        _ => return tokenizer_from_gguf(g), // missing or mistyped: the same error as the copy
+    };
+    let scores = match scores {
+        Some(Value::Array(Array::F32(s))) => Some(s),
+        _ => None,
+    };
+    let types = match types {
+        Some(Value::Array(Array::I32(t))) => Some(t),
+        _ => None,
+    };
+    build_tokenizer(g, tokens, scores, types)
+}
+
+fn build_tokenizer(
+    g: &GgufFile,
+    tokens: Vec<String>,
+    scores: Option<Vec<f32>>,
+    types: Option<Vec<i32>>,
+) -> Result<Tokenizer> {
     let model = g.get_str("tokenizer.ggml.model")?;
     if model != "llama" {
         return Err(Error::UnsupportedModel {
             reason: format!("tokenizer {model:?} (supported: llama/SentencePiece)"),
         });
     }
-    let tokens = g.get_str_array("tokenizer.ggml.tokens")?.to_vec();
-    let scores = match g.get_f32_array("tokenizer.ggml.scores") {
-        Ok(s) => s.to_vec(),
-        Err(_) => vec![0.0; tokens.len()],
-    };
-    let types = match g.get_i32_array("tokenizer.ggml.token_type") {
-        Ok(t) => t.to_vec(),
-        Err(_) => vec![1; tokens.len()],
-    };
+    let scores = scores.unwrap_or_else(|| vec![0.0; tokens.len()]);
+    let types = types.unwrap_or_else(|| vec![1; tokens.len()]);
     let id = |k: &str| g.get_u32(k).ok();
     let flag = |k: &str, default: bool| g.get_bool(k).unwrap_or(default);
     let config = TokenizerConfig {
