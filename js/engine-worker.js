@@ -24,7 +24,17 @@ function modelInfo() {
 }
 
 async function readInto(loader, stream, total, id, signal) {
-  const reader = stream.getReader();
+  // A BYOB reader fills one 1 MiB buffer over and over (each read hands the same memory back),
+  // so a 150 MB download leaves no chunk garbage behind in the worker's heap; the bytes go
+  // straight on into wasm memory. Streams that are not byte streams get the default reader.
+  let reader;
+  let scratch = null;
+  try {
+    reader = stream.getReader({ mode: "byob" });
+    scratch = new ArrayBuffer(1 << 20);
+  } catch {
+    reader = stream.getReader();
+  }
   let loaded = 0;
   let last = 0;
   for (;;) {
@@ -32,9 +42,10 @@ async function readInto(loader, stream, total, id, signal) {
       await reader.cancel().catch(() => {});
       throw codedError("Aborted", "loading was aborted");
     }
-    const { done, value } = await reader.read();
+    const { done, value } = scratch ? await reader.read(new Uint8Array(scratch)) : await reader.read();
     if (done) break;
     loader.push(value);
+    if (scratch) scratch = value.buffer;
     loaded += value.byteLength;
     const now = performance.now();
     if (now - last > 50) {

@@ -6,7 +6,7 @@ mod common;
 
 use common::{assert_err, Rng};
 use kopitiam_wasm::gguf::{
-    Array, GgufFile, GgufWriter, TensorInfo, Value, DEFAULT_ALIGNMENT, GGUF_MAGIC,
+    Array, GgufFile, GgufWriter, StrArray, TensorInfo, Value, DEFAULT_ALIGNMENT, GGUF_MAGIC,
 };
 use kopitiam_wasm::{DType, Error};
 
@@ -149,7 +149,10 @@ fn fixture_header_and_metadata() {
     let tokens = f.get_str_array("tokenizer.ggml.tokens").unwrap();
     assert_eq!(tokens.len(), 512);
     // Spec §4.1: the first tokens are <pad>, <eos>, <bos>, <unk>; ids bos 2, eos 1, unk 3, pad 0.
-    assert_eq!(&tokens[..4], ["<pad>", "<eos>", "<bos>", "<unk>"]);
+    assert_eq!(
+        tokens.iter().take(4).collect::<Vec<_>>(),
+        ["<pad>", "<eos>", "<bos>", "<unk>"]
+    );
     assert!(tokens.iter().any(|t| t == "<0x0A>"), "byte fallback tokens");
     assert_eq!(f.get_f32_array("tokenizer.ggml.scores").unwrap().len(), 512);
     let types = f.get_i32_array("tokenizer.ggml.token_type").unwrap();
@@ -295,12 +298,12 @@ fn every_value() -> Vec<(String, Value)> {
         ),
         v(
             "t.a.str",
-            Value::Array(Array::String(vec![
-                "▁hello".into(),
-                String::new(),
-                "<0x0A>".into(),
-                "日本語".into(),
-            ])),
+            Value::Array(Array::String(StrArray::from(vec![
+                "▁hello",
+                "",
+                "<0x0A>",
+                "日本語",
+            ]))),
         ),
         v("t.a.u64", Value::Array(Array::U64(vec![u64::MAX, 0]))),
         v(
@@ -309,7 +312,10 @@ fn every_value() -> Vec<(String, Value)> {
         ),
         v("t.a.f64", Value::Array(Array::F64(vec![1e300, -1e-300]))),
         v("t.a.empty.u32", Value::Array(Array::U32(vec![]))),
-        v("t.a.empty.str", Value::Array(Array::String(vec![]))),
+        v(
+            "t.a.empty.str",
+            Value::Array(Array::String(StrArray::new())),
+        ),
         v("t.ключ.🔑", Value::U8(1)),
     ]
 }
@@ -553,7 +559,7 @@ fn small_file() -> Vec<u8> {
     w.add_metadata("general.architecture", Value::String("tiny".into()));
     w.add_metadata(
         "s",
-        Value::Array(Array::String(vec!["ab".into(), "".into()])),
+        Value::Array(Array::String(StrArray::from(vec!["ab", ""]))),
     );
     w.add_metadata("f", Value::Array(Array::F32(vec![1.0, 2.0])));
     w.add_metadata("b", Value::Bool(true));

@@ -617,7 +617,7 @@ fn constructor_validates_its_input() {
     let toks = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
     let cfg = TokenizerConfig::default();
     assert_err(
-        Tokenizer::new(vec![], vec![], vec![], cfg),
+        Tokenizer::new(Vec::<String>::new(), vec![], vec![], cfg),
         "MissingMetadata",
     );
     assert_err(

@@ -18,7 +18,7 @@ pub use config::{Arch, Config};
 pub use transformer::Logits;
 
 use crate::error::{Error, Result};
-use crate::gguf::{Array, GgufFile, Value};
+use crate::gguf::{Array, GgufFile, StrArray, Value};
 use kv_cache::KvCache;
 use tokenizer::{Tokenizer, TokenizerConfig};
 use transformer::Scratch;
@@ -153,15 +153,19 @@ impl Session {
 
 /// The SPM tokenizer described by a GGUF file's `tokenizer.ggml.*` keys.
 pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
-    let tokens = g.get_str_array("tokenizer.ggml.tokens")?.to_vec();
-    let scores = g.get_f32_array("tokenizer.ggml.scores").map(<[f32]>::to_vec);
-    let types = g.get_i32_array("tokenizer.ggml.token_type").map(<[i32]>::to_vec);
+    let tokens = g.get_str_array("tokenizer.ggml.tokens")?.clone();
+    let scores = g
+        .get_f32_array("tokenizer.ggml.scores")
+        .map(<[f32]>::to_vec);
+    let types = g
+        .get_i32_array("tokenizer.ggml.token_type")
+        .map(<[i32]>::to_vec);
     build_tokenizer(g, tokens, scores.ok(), types.ok())
 }
 
 /// [`tokenizer_from_gguf`] that moves the vocabulary arrays out of `g`'s metadata instead of
-/// copying them: a 262 144-token vocabulary as `String`s is ~10 MB, and the tokenizer keeps its
-/// own compact arena, so the model would otherwise hold the strings twice.
+/// copying them: the tokenizer builds its own arena, so the model would otherwise hold the
+/// vocabulary twice.
 fn take_tokenizer(g: &mut GgufFile) -> Result<Tokenizer> {
     let mut take = |key: &str| {
         let at = g.metadata.iter().position(|(k, _)| k == key)?;
@@ -189,7 +193,7 @@ fn take_tokenizer(g: &mut GgufFile) -> Result<Tokenizer> {
 
 fn build_tokenizer(
     g: &GgufFile,
-    tokens: Vec<String>,
+    tokens: StrArray,
     scores: Option<Vec<f32>>,
     types: Option<Vec<i32>>,
 ) -> Result<Tokenizer> {

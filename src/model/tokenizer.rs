@@ -34,6 +34,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use crate::gguf::StrArray;
 use crate::{Error, Result};
 
 /// GGUF `tokenizer.ggml.token_type` values (llama.cpp `llama_token_type`).
@@ -151,11 +152,12 @@ impl Tokenizer {
     /// Errors: [`Error::MissingMetadata`] for an empty vocabulary, arrays of the wrong length, a
     /// special id outside the vocabulary, or `add_bos`/`add_eos` without the id to add.
     pub fn new(
-        tokens: Vec<String>,
+        tokens: impl Into<StrArray>,
         scores: Vec<f32>,
         types: Vec<i32>,
         config: TokenizerConfig,
     ) -> Result<Tokenizer> {
+        let tokens: StrArray = tokens.into();
         let n = tokens.len();
         if n == 0 {
             return Err(meta(
@@ -240,7 +242,7 @@ impl Tokenizer {
         let mut arena = Vec::with_capacity(total);
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0u32);
-        for (i, t) in tokens.into_iter().enumerate() {
+        for (i, t) in tokens.iter().enumerate() {
             if t.is_empty() {
                 arena.extend_from_slice(empty_name(i).as_bytes());
             } else {
