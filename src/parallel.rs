@@ -249,8 +249,21 @@ mod team {
             .store(&job as *const Job as usize, Ordering::Release);
         team.generation.fetch_add(1, Ordering::AcqRel);
         work(&job);
+        let mut spins = 0u32;
         while team.busy.load(Ordering::Acquire) != 0 {
+            back_off(&mut spins);
+        }
+    }
+
+    /// Spins briefly, then gives the core away for a moment: a helper that the OS preempted in
+    /// the middle of its chunk (two cores shared with the browser's own threads) can then finish
+    /// on the core this thread would otherwise burn.
+    fn back_off(spins: &mut u32) {
+        *spins += 1;
+        if *spins < 4096 {
             core::hint::spin_loop();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
         }
     }
 }

@@ -94,7 +94,7 @@ fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
             for r in 0..rows {
                 let want =
                     scalar::vec_dot_q4_0_q8_0(&w[o * blocks * 18..][..blocks * 18], act.q8_row(r));
-                assert_eq!(canonical_bits(b[o * rows + r]), canonical_bits(want));
+                assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
             }
         }
     }

@@ -65,7 +65,7 @@ pub struct MatmulScratch {
     act: Q8Act,
     /// Quantized activation rows for the other formats.
     xq: Vec<u8>,
-    /// `[out, rows]` result of a multi-row Q4_0 matmul before it is transposed into place.
+    /// Per-chunk `[rows, chunk]` blocks of a multi-row Q4_0 matmul before they are copied into place.
     out_t: Vec<f32>,
 }
 
@@ -100,12 +100,13 @@ pub fn matmul_into(
     }
     let w = weight.quantized_bytes()?;
     let w_row = weight.dtype().storage_bytes(n_in)?;
-    // Weight rows per task: one range per thread and a few more for balance.
+    // Weight rows per task: 16 per thread, so the last chunk left when one thread finishes
+    // (everyone else waits for it) is short.
     let threads = parallel::num_threads();
     let chunk = if threads == 1 {
         n_out
     } else {
-        n_out.div_ceil(4 * threads).max(16)
+        n_out.div_ceil(16 * threads).max(16)
     };
     if weight.dtype() == DType::Q4_0 {
         scratch.act.prepare(x, n_in)?;
@@ -116,19 +117,24 @@ pub fn matmul_into(
         if rows == 1 {
             parallel::for_each_chunk_mut(out, chunk, gemm);
         } else {
-            let out_t = &mut scratch.out_t;
-            if out_t.len() < out.len() {
-                out_t
-                    .try_reserve_exact(out.len() - out_t.len())
+            // Each chunk of weight rows fills its own row-major `[rows, chunk]` block; the blocks'
+            // row segments are then copied into place (whole runs, no scattered writes).
+            let blocks = &mut scratch.out_t;
+            if blocks.len() < out.len() {
+                blocks
+                    .try_reserve_exact(out.len() - blocks.len())
                     .map_err(|_| Error::AllocationFailed {
                         bytes: out.len() * 4,
                     })?;
-                out_t.resize(out.len(), 0.0);
+                blocks.resize(out.len(), 0.0);
             }
-            parallel::for_each_chunk_mut(&mut out_t[..out.len()], chunk * rows, gemm);
-            for (o, col) in out_t.chunks_exact(rows).take(n_out).enumerate() {
-                for (r, &v) in col.iter().enumerate() {
-                    out[r * n_out + o] = v;
+            let blocks = &mut blocks[..out.len()];
+            parallel::for_each_chunk_mut(blocks, chunk * rows, gemm);
+            for (c, block) in blocks.chunks(chunk * rows).enumerate() {
+                let width = block.len() / rows;
+                for (r, seg) in block.chunks_exact(width).enumerate() {
+                    let at = r * n_out + c * chunk;
+                    out[at..at + width].copy_from_slice(seg);
                 }
             }
         }

@@ -37,7 +37,7 @@ fn dot16_relaxed(x: v128, u: v128) -> v128 {
     i16x8_relaxed_dot_i8x16_i7x16(x, u)
 }
 
-/// `out[o·rows + r] = w_o · x_r` (see `scalar::gemm_q4_0_q8_0`, whose bits this reproduces).
+/// `out[r·n_w + o] = w_o · x_r` (see `scalar::gemm_q4_0_q8_0`, whose bits this reproduces).
 pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_q4_0_with(dot16_relaxed, w, act, out)
 }

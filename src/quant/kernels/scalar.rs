@@ -60,14 +60,16 @@ pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
         .sum()
 }
 
-/// `out[o·rows + r] = w_o · x_r` for the first `out.len() / rows` Q4_0 rows of `w` against every
-/// prepared activation row: the reference for the tiled SIMD versions (same bits).
+/// `out[r·n_w + o] = w_o · x_r` for the first `n_w = out.len() / rows` Q4_0 rows of `w` against
+/// every prepared activation row (row-major, so a caller copies whole row segments into place):
+/// the reference for the tiled SIMD versions (same bits).
 pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let rows = act.rows().max(1);
     let w_row = act.blocks() * DType::Q4_0.block_bytes();
-    for (wr, y) in w.chunks_exact(w_row.max(1)).zip(out.chunks_exact_mut(rows)) {
-        for (r, v) in y.iter_mut().enumerate() {
-            *v = vec_dot_q4_0_q8_0(wr, act.q8_row(r));
+    let n_w = out.len() / rows;
+    for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
+        for r in 0..rows {
+            out[r * n_w + o] = vec_dot_q4_0_q8_0(wr, act.q8_row(r));
         }
     }
 }

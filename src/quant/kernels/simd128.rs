@@ -315,7 +315,8 @@ unsafe fn q4_0_row1(
 /// block `b` goes into accumulator `b % 4` — the same per-element order as `q4_0_row1`.
 ///
 /// # Safety
-/// As `q4_0_row1`, for rows `r0..r0 + 4` of an activation with `rows` rows; `out` gets 4 floats.
+/// As `q4_0_row1`, for rows `r0..r0 + 4` of an activation with `rows` rows; the four results
+/// go to `out`, `out + stride`, `out + 2·stride`, `out + 3·stride`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn q4_0_row4(
@@ -325,6 +326,7 @@ unsafe fn q4_0_row4(
     act: &Q8Act,
     r0: usize,
     out: *mut f32,
+    stride: usize,
 ) {
     let rows = act.rows();
     let row_bytes = nb * Q8_BYTES;
@@ -365,7 +367,10 @@ unsafe fn q4_0_row4(
         acc[lane] = step(b, acc[lane]);
     }
     let sum = f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]));
-    v128_store(out as *mut v128, sum);
+    *out = f32x4_extract_lane::<0>(sum);
+    *out.add(stride) = f32x4_extract_lane::<1>(sum);
+    *out.add(2 * stride) = f32x4_extract_lane::<2>(sum);
+    *out.add(3 * stride) = f32x4_extract_lane::<3>(sum);
 }
 
 /// Tiled Q4_0 × prepared-Q8_0 matmul with a given `dot16`; see `scalar::gemm_q4_0_q8_0`.
@@ -390,14 +395,14 @@ pub(crate) fn gemm_q4_0_with(
         // `Q8Act::prepare` for `rows × nb` (asserted above); v128 loads and stores are unaligned.
         unsafe {
             let wr = w.as_ptr().add(o * w_row);
-            let y = out.as_mut_ptr().add(o * rows);
+            let y = out.as_mut_ptr().add(o);
             let mut r = 0;
             while r < tiles {
-                q4_0_row4(dot16, wr, nb, act, r, y.add(r));
+                q4_0_row4(dot16, wr, nb, act, r, y.add(r * n_w), n_w);
                 r += 4;
             }
             for r in tiles..rows {
-                *y.add(r) = q4_0_row1(
+                *y.add(r * n_w) = q4_0_row1(
                     dot16,
                     wr,
                     nb,
@@ -410,7 +415,7 @@ pub(crate) fn gemm_q4_0_with(
     }
 }
 
-/// `out[o·rows + r] = w_o · x_r` (see `scalar::gemm_q4_0_q8_0`, whose bits this reproduces).
+/// `out[r·n_w + o] = w_o · x_r` (see `scalar::gemm_q4_0_q8_0`, whose bits this reproduces).
 pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_q4_0_with(dot16_extmul, w, act, out)
 }
