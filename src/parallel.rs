@@ -27,6 +27,20 @@ pub fn num_threads() -> usize {
     }
 }
 
+/// A small number naming the current thread among those that run parallel work: `0` for a
+/// thread outside the pool, `1 + index` for pool threads; below `num_threads() + 1`. For
+/// per-thread scratch buffers.
+pub fn thread_slot() -> usize {
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    {
+        rayon::current_thread_index().map_or(0, |i| i + 1)
+    }
+    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+    {
+        0
+    }
+}
+
 /// Calls `f(chunk_index, chunk)` for consecutive `chunk_len`-sized pieces of `data` (the last
 /// may be shorter), in parallel where threads exist. Each element is written by one call, so the
 /// result does not depend on the number of threads.

@@ -231,6 +231,30 @@ mod f32_kernels {
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     #[test]
+    fn four_way_dot_and_axpy_equal_four_single_calls() {
+        let mut rng = Rng::new(23);
+        for n in [0, 1, 5, 8, 31, 256, 257] {
+            let xs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
+            let xr = [&xs[0][..], &xs[1][..], &xs[2][..], &xs[3][..]];
+            let y = rng.vec(n, 3.0);
+            let got = k::dot4(xr, &y);
+            for (j, g) in got.iter().enumerate() {
+                assert_eq!(g.to_bits(), s::dot(xr[j], &y).to_bits(), "dot4 n={n} k={j}");
+            }
+            let a = [0.3, -1.7, 2.5, 0.01];
+            let (mut p, mut q) = (y.clone(), y.clone());
+            k::axpy4(a, xr, &mut p);
+            for (c, x) in a.iter().zip(xr) {
+                s::axpy(*c, x, &mut q);
+            }
+            assert!(
+                p.iter().zip(&q).all(|(u, v)| u.to_bits() == v.to_bits()),
+                "axpy4 n={n}"
+            );
+        }
+    }
+
+    #[test]
     fn f32_kernels_equal_scalar_twins_on_odd_lengths() {
         let mut rng = Rng::new(17);
         for n in [0, 1, 3, 4, 5, 7, 8, 31, 64, 257] {

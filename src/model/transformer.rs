@@ -6,30 +6,31 @@ use super::config::{Activation, Config, RopeStyle};
 use super::kv_cache::KvCache;
 use super::weights::Weights;
 use crate::error::{Error, Result};
-use crate::ops::kernels::{axpy, dot};
+use crate::ops::kernels::{axpy, axpy4, dot, dot4};
 use crate::ops::{gelu_tanh, rms_norm_row};
+use crate::parallel;
 use crate::quant::MatmulScratch;
 use half::f16;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Working buffers for up to `rows` tokens at once; they grow (once) for a longer prompt.
 #[derive(Default)]
 pub struct Scratch {
     rows: usize,
-    x: Vec<f32>,       // [rows, n_embd]  residual stream
-    xb: Vec<f32>,      // [rows, n_embd]  normed input of a sub-block
-    q: Vec<f32>,       // [rows, q_dim]
-    k: Vec<f32>,       // [rows, kv_dim]
-    v: Vec<f32>,       // [rows, kv_dim]
-    att: Vec<f32>,     // [rows, q_dim]   attention output before the projection
-    proj: Vec<f32>,    // [rows, n_embd]  output of wo / w_down
-    gate: Vec<f32>,    // [rows, n_ff]
-    up: Vec<f32>,      // [rows, n_ff]
-    head: Vec<f32>,    // [head_dim]      one head, for in-place norms
-    scores: Vec<f32>,  // [context]
-    rope: Vec<f32>,    // [2 bases, rows, head_dim/2, (cos, sin)]
-    mm: MatmulScratch, // quantized activations and matmul buffers
-    logits: Vec<f32>,  // [rows or 1, n_vocab]
+    x: Vec<f32>,                  // [rows, n_embd]  residual stream
+    xb: Vec<f32>,                 // [rows, n_embd]  normed input of a sub-block
+    q: Vec<f32>,                  // [rows, q_dim]
+    k: Vec<f32>,                  // [rows, kv_dim]
+    v: Vec<f32>,                  // [rows, kv_dim]
+    att: Vec<f32>,                // [rows, q_dim]   attention output before the projection
+    proj: Vec<f32>,               // [rows, n_embd]  output of wo / w_down
+    gate: Vec<f32>,               // [rows, n_ff]
+    up: Vec<f32>,                 // [rows, n_ff]
+    head: Vec<f32>,               // [head_dim]      one head, for in-place norms
+    scores: Vec<Mutex<Vec<f32>>>, // per thread: [4, context]
+    rope: Vec<f32>,               // [2 bases, rows, head_dim/2, (cos, sin)]
+    mm: MatmulScratch,            // quantized activations and matmul buffers
+    logits: Vec<f32>,             // [rows or 1, n_vocab]
 }
 
 fn grow(v: &mut Vec<f32>, n: usize) -> Result<()> {
@@ -68,7 +69,15 @@ impl Scratch {
         }
         grow(&mut self.head, cfg.head_dim)?;
         grow(&mut self.rope, 2 * rows.max(self.rows) * cfg.head_dim)?;
-        grow(&mut self.scores, context)?;
+        let slots = parallel::num_threads() + 1;
+        self.scores
+            .resize_with(slots.max(self.scores.len()), Default::default);
+        for slot in &mut self.scores {
+            grow(
+                slot.get_mut().unwrap_or_else(|e| e.into_inner()),
+                4 * context,
+            )?;
+        }
         grow(&mut self.logits, logit_rows * cfg.n_vocab)?;
         Ok(())
     }
@@ -150,7 +159,6 @@ pub fn forward<'s>(
         cfg.kv_dim(),
         cfg.n_ff,
     );
-    let group = cfg.n_head / cfg.n_head_kv;
     let eps = cfg.rms_eps;
     let (rope_global, rope_local) = s.rope[..2 * n * hd].split_at_mut(n * hd);
     rope_table(rope_global, pos0, n, hd, cfg.rope_base);
@@ -214,37 +222,19 @@ pub fn forward<'s>(
         cache.store(il, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
 
         // att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j over visible positions j       [n, q_dim]
-        for i in 0..n {
+        // Tokens are independent here, so a prompt's rows are spread over the threads.
+        let (cache_r, q_all, slots) = (&*cache, &s.q[..n * qd], &s.scores);
+        parallel::for_each_chunk_mut(&mut s.att[..n * qd], qd, |i, out| {
             let pos = pos0 + i;
             let lo = match (sliding, cfg.sliding_window) {
                 (true, Some(win)) => (pos + 1).saturating_sub(win),
                 _ => 0,
             };
-            for h in 0..cfg.n_head {
-                let kvh = h / group;
-                let q = &s.q[i * qd + h * hd..i * qd + (h + 1) * hd];
-                let scores = &mut s.scores[..pos + 1 - lo];
-                for (j, sc) in scores.iter_mut().enumerate() {
-                    *sc = dot(q, &cache.key(il, lo + j)[kvh * hd..(kvh + 1) * hd]);
-                }
-                let max = scores.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-                let mut sum = 0.0f64;
-                for sc in scores.iter_mut() {
-                    *sc = (*sc - max).exp();
-                    sum += *sc as f64;
-                }
-                let inv = (1.0 / sum) as f32;
-                let out = &mut s.att[i * qd + h * hd..i * qd + (h + 1) * hd];
-                out.fill(0.0);
-                for (j, &p) in scores.iter().enumerate() {
-                    axpy(
-                        p * inv,
-                        &cache.value(il, lo + j)[kvh * hd..(kvh + 1) * hd],
-                        out,
-                    );
-                }
-            }
-        }
+            let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
+            let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let q = &q_all[i * qd..(i + 1) * qd];
+            attend(cfg, cache_r, il, lo..pos + 1, q, out, &mut scores);
+        });
         lw.wo
             .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
         add_branch(
@@ -269,13 +259,16 @@ pub fn forward<'s>(
             .forward(&s.xb[..n * d], &mut s.gate[..n * ff], &mut s.mm)?; // [n, ff]
         lw.w_up
             .forward(&s.xb[..n * d], &mut s.up[..n * ff], &mut s.mm)?; // [n, ff]
-        for (g, &u) in s.gate[..n * ff].iter_mut().zip(&s.up[..n * ff]) {
-            let a = match cfg.activation {
-                Activation::GeluTanh => gelu_f16_table(*g),
-                Activation::Silu => *g / (1.0 + (-*g).exp()),
-            };
-            *g = a * u;
-        }
+        let up = &s.up[..n * ff];
+        parallel::for_each_chunk_mut(&mut s.gate[..n * ff], ff, |i, gate| {
+            for (g, &u) in gate.iter_mut().zip(&up[i * ff..(i + 1) * ff]) {
+                let a = match cfg.activation {
+                    Activation::GeluTanh => gelu_f16_table(*g),
+                    Activation::Silu => *g / (1.0 + (-*g).exp()),
+                };
+                *g = a * u;
+            }
+        });
         lw.w_down
             .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
         add_branch(
@@ -306,6 +299,70 @@ pub fn forward<'s>(
         &mut s.mm,
     )?;
     Ok(&s.logits[..logit_rows * v])
+}
+
+/// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.
+/// Query heads that share a KV head go four at a time, so each key and value row is read once per
+/// four heads (`dot4`), and each output row once per four positions (`axpy4`); both give the
+/// same bits as one head and one position at a time. `scores` holds `4 × positions.len()`.
+fn attend(
+    cfg: &Config,
+    cache: &KvCache,
+    il: usize,
+    positions: std::ops::Range<usize>,
+    q: &[f32],
+    out: &mut [f32],
+    scores: &mut [f32],
+) {
+    let (hd, group) = (cfg.head_dim, cfg.n_head / cfg.n_head_kv);
+    let (lo, len) = (positions.start, positions.len());
+    for kvh in 0..cfg.n_head_kv {
+        let kv = kvh * hd..(kvh + 1) * hd;
+        let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
+        let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
+        let head = |h: usize| &q[h * hd..(h + 1) * hd];
+        let mut h = kvh * group;
+        while h < (kvh + 1) * group {
+            let take = if (kvh + 1) * group - h >= 4 { 4 } else { 1 };
+            let sc = &mut scores[..take * len];
+            if take == 4 {
+                let qs = [head(h), head(h + 1), head(h + 2), head(h + 3)];
+                for j in 0..len {
+                    let r = dot4(qs, key(j));
+                    for (t, v) in r.into_iter().enumerate() {
+                        sc[t * len + j] = v;
+                    }
+                }
+            } else {
+                for (j, v) in sc.iter_mut().enumerate() {
+                    *v = dot(head(h), key(j));
+                }
+            }
+            for (t, row) in sc.chunks_exact_mut(len.max(1)).enumerate().take(take) {
+                // softmax; the row then holds the weights p_j / Σp
+                let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+                let mut sum = 0.0f64;
+                for v in row.iter_mut() {
+                    *v = (*v - max).exp();
+                    sum += *v as f64;
+                }
+                let inv = (1.0 / sum) as f32;
+                row.iter_mut().for_each(|v| *v *= inv);
+                let o = &mut out[(h + t) * hd..(h + t + 1) * hd];
+                o.fill(0.0);
+                let mut j = 0;
+                while j + 4 <= len {
+                    let c = [row[j], row[j + 1], row[j + 2], row[j + 3]];
+                    axpy4(c, [value(j), value(j + 1), value(j + 2), value(j + 3)], o);
+                    j += 4;
+                }
+                for (j, &c) in row.iter().enumerate().skip(j) {
+                    axpy(c, value(j), o);
+                }
+            }
+            h += take;
+        }
+    }
 }
 
 /// `x += norm(branch)` (Gemma's post-norms) or `x += branch`, row by row.

@@ -14,10 +14,10 @@ pub mod scalar;
 pub mod simd128;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-pub use scalar::{axpy, binary, binary_scalar_rhs, dot, max, sum_squares, unary};
+pub use scalar::{axpy, axpy4, binary, binary_scalar_rhs, dot, dot4, max, sum_squares, unary};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub use simd128::{axpy, binary, binary_scalar_rhs, dot, max, sum_squares, unary};
+pub use simd128::{axpy, axpy4, binary, binary_scalar_rhs, dot, dot4, max, sum_squares, unary};
 
 /// The arithmetic binary ops that have vector kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,20 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// Four `dot`s against one shared `y` (attention: four query heads against one key row); each
+/// result has the bits of `dot(xs[k], y)`.
+pub fn dot4(xs: [&[f32]; 4], y: &[f32]) -> [f32; 4] {
+    xs.map(|x| dot(x, y))
+}
+
+/// `axpy(a[0], xs[0], y)` then `a[1], xs[1]` … `a[3], xs[3]`: the same bits as the four calls
+/// (each element takes the four terms in order), with `y` read and written once.
+pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
+    for (a, x) in a.iter().zip(xs) {
+        axpy(*a, x, y);
+    }
+}
+
 /// Σ x[i]·y[i] in the shared four-accumulator order.
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());

@@ -31,6 +31,58 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// See `scalar::axpy4`: per four elements `y` is loaded once, takes the four terms in order, and
+/// is stored once.
+pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
+    let n = y.len();
+    if xs.iter().any(|x| x.len() != n) {
+        return super::scalar::axpy4(a, xs, y);
+    }
+    let av = a.map(|v| f32x4_splat(v));
+    let body = n / 4 * 4;
+    for i in (0..body).step_by(4) {
+        let mut t = load(&y[i..]);
+        for k in 0..4 {
+            t = f32x4_add(t, f32x4_mul(av[k], load(&xs[k][i..])));
+        }
+        store(&mut y[i..], t);
+    }
+    for i in body..n {
+        for k in 0..4 {
+            y[i] += a[k] * xs[k][i];
+        }
+    }
+}
+
+/// See `scalar::dot4`: four independent accumulator chains (one per `x`) instead of one, so the
+/// adds overlap; each chain is `dot`'s, so the bits are too.
+pub fn dot4(xs: [&[f32]; 4], y: &[f32]) -> [f32; 4] {
+    let n = y.len();
+    if xs.iter().any(|x| x.len() != n) {
+        return super::scalar::dot4(xs, y);
+    }
+    let body = n / 4 * 4;
+    let mut acc = [f32x4_splat(0.0); 4];
+    for i in (0..body).step_by(4) {
+        let yv = load(&y[i..]);
+        for k in 0..4 {
+            acc[k] = f32x4_add(acc[k], f32x4_mul(load(&xs[k][i..]), yv));
+        }
+    }
+    core::array::from_fn(|k| {
+        let mut lanes = [
+            f32x4_extract_lane::<0>(acc[k]),
+            f32x4_extract_lane::<1>(acc[k]),
+            f32x4_extract_lane::<2>(acc[k]),
+            f32x4_extract_lane::<3>(acc[k]),
+        ];
+        for (lane, i) in (body..n).enumerate() {
+            lanes[lane] += xs[k][i] * y[i];
+        }
+        (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+    })
+}
+
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
     let body = n / 4 * 4;
