@@ -84,118 +84,112 @@ pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
 mod team {
+    //! The calling thread leads; `threads − 1` helpers, started as rayon tasks, spin on a
+    //! generation counter for the leader's jobs and stay for [`LINGER_MS`] after the last one, so
+    //! a decode loop (one forward pass per token) finds them awake and never pays a wake-up. One
+    //! pool thread stays free for ordinary rayon work, and the leader plus helpers never
+    //! outnumber the pool.
     use std::cell::Cell;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
-    /// A parallel loop as the helpers see it: run chunk indices taken from `next` until `count`.
+    /// How long idle helpers keep spinning before they hand their pool thread back.
+    const LINGER_MS: f64 = 30.0;
+
+    /// A parallel loop: chunk indices are taken from `next` until `count`.
     struct Job {
-        /// Runs one chunk; a `'static` stand-in for a borrow that outlives every use (the
-        /// publisher waits for all helpers to finish before returning).
+        /// Runs one chunk; a `'static` stand-in for a borrow that outlives every use (the leader
+        /// withdraws the job and waits out every helper holding it before returning).
         run: *const (dyn Fn(usize) + Sync),
         next: AtomicUsize,
+        done: AtomicUsize,
         count: usize,
     }
 
-    struct Team {
-        /// Bumped for every published job; helpers spin on it.
-        generation: AtomicUsize,
-        job: AtomicUsizePtr,
-        /// Helpers still inside the current job.
-        busy: AtomicUsize,
-        done: AtomicBool,
-    }
-
-    /// An `AtomicPtr<Job>` spelled with a usize, so `Team` is `Sync` without extra impls.
-    struct AtomicUsizePtr(AtomicUsize);
-
-    /// Only one team at a time: two teams sharing the pool could each hold a thread the other
-    /// waits for.
-    static TEAM_BUSY: AtomicBool = AtomicBool::new(false);
+    /// Bumped for every published job; helpers spin on it.
+    static GENERATION: AtomicUsize = AtomicUsize::new(0);
+    /// The current job (`*const Job` as usize; 0 when none).
+    static JOB: AtomicUsize = AtomicUsize::new(0);
+    /// Helpers between announcing themselves and letting go of `JOB` (hazard count).
+    static HOLDING: AtomicUsize = AtomicUsize::new(0);
+    /// Helpers alive (spinning or working).
+    static HELPERS: AtomicUsize = AtomicUsize::new(0);
+    /// Only one leader at a time: its jobs are what the helpers run.
+    static LEADING: AtomicBool = AtomicBool::new(false);
 
     thread_local! {
-        /// The team whose leader is this thread, while it runs.
-        static LEADER_OF: Cell<*const Team> = const { Cell::new(core::ptr::null()) };
+        static IS_LEADER: Cell<bool> = const { Cell::new(false) };
     }
 
     pub(super) fn active() -> bool {
-        LEADER_OF.with(|t| !t.get().is_null())
+        IS_LEADER.with(Cell::get)
+    }
+
+    fn now_ms() -> f64 {
+        #[cfg(target_arch = "wasm32")]
+        {
+            js_sys::Date::now()
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            use std::sync::OnceLock;
+            use std::time::Instant;
+            static START: OnceLock<Instant> = OnceLock::new();
+            START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
+        }
     }
 
     pub(super) fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-        let threads = rayon::current_num_threads();
-        if threads < 2
+        let helpers = rayon::current_num_threads().saturating_sub(1);
+        if helpers == 0
             || active()
             || rayon::current_thread_index().is_some()
-            || TEAM_BUSY
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
+            || LEADING.compare_exchange(false, true, SeqCst, SeqCst).is_err()
         {
             return f();
         }
-        struct Release;
-        impl Drop for Release {
+        /// Ends the leadership even if `f` unwinds.
+        struct Lead;
+        impl Drop for Lead {
             fn drop(&mut self) {
-                TEAM_BUSY.store(false, Ordering::Release);
+                IS_LEADER.with(|l| l.set(false));
+                LEADING.store(false, SeqCst);
             }
         }
-        let _release = Release;
-        let team = Team {
-            generation: AtomicUsize::new(0),
-            job: AtomicUsizePtr(AtomicUsize::new(0)),
-            busy: AtomicUsize::new(0),
-            done: AtomicBool::new(false),
-        };
-        let f = Mutex::new(Some(f));
-        let result = Mutex::new(None);
-        rayon::broadcast(|ctx| {
-            if ctx.index() == 0 {
-                lead(&team, &f, &result);
-            } else {
-                help(&team);
-            }
-        });
-        let out = result.lock().unwrap_or_else(|e| e.into_inner()).take();
-        out.expect("the team leader ran")
+        let _lead = Lead;
+        IS_LEADER.with(|l| l.set(true));
+        // Top the helpers up; ones still lingering from the last pass are reused.
+        while HELPERS.load(SeqCst) < helpers {
+            HELPERS.fetch_add(1, SeqCst);
+            rayon::spawn(help);
+        }
+        f()
     }
 
-    fn lead<R, F: FnOnce() -> R>(team: &Team, f: &Mutex<Option<F>>, result: &Mutex<Option<R>>) {
-        /// Lets the helpers go even if `f` unwinds.
-        struct Finish<'a>(&'a Team);
-        impl Drop for Finish<'_> {
-            fn drop(&mut self) {
-                LEADER_OF.with(|t| t.set(core::ptr::null()));
-                self.0.done.store(true, Ordering::Release);
-            }
-        }
-        let _finish = Finish(team);
-        LEADER_OF.with(|t| t.set(team));
-        let f = f.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(f) = f {
-            let r = f();
-            *result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-        }
-    }
-
-    fn help(team: &Team) {
-        let mut seen = 0;
+    fn help() {
+        let mut seen = GENERATION.load(SeqCst);
+        let mut last_work = now_ms();
+        let mut spins = 0u32;
         loop {
-            let generation = loop {
-                let g = team.generation.load(Ordering::Acquire);
-                if g != seen {
-                    break g;
-                }
-                if team.done.load(Ordering::Acquire) {
+            let g = GENERATION.load(SeqCst);
+            if g == seen {
+                spins = spins.wrapping_add(1);
+                if spins % 4096 == 0 && now_ms() - last_work > LINGER_MS {
+                    HELPERS.fetch_sub(1, SeqCst);
                     return;
                 }
                 core::hint::spin_loop();
-            };
-            seen = generation;
-            // SAFETY: `busy` was raised before `generation` was bumped, and the leader keeps the
-            // job (and what it borrows) alive until `busy` drops back to zero.
-            let job = unsafe { &*(team.job.0.load(Ordering::Acquire) as *const Job) };
-            work(job);
-            team.busy.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            seen = g;
+            HOLDING.fetch_add(1, SeqCst);
+            let job = JOB.load(SeqCst) as *const Job;
+            if !job.is_null() {
+                // SAFETY: `HOLDING` was raised before `JOB` was read, and the leader clears `JOB`
+                // and then waits for `HOLDING` to reach zero before the job goes out of scope.
+                work(unsafe { &*job });
+            }
+            HOLDING.fetch_sub(1, SeqCst);
+            last_work = now_ms();
         }
     }
 
@@ -203,11 +197,24 @@ mod team {
         // SAFETY: see `Job::run`.
         let run = unsafe { &*job.run };
         loop {
-            let i = job.next.fetch_add(1, Ordering::Relaxed);
+            let i = job.next.fetch_add(1, SeqCst);
             if i >= job.count {
                 break;
             }
             run(i);
+            job.done.fetch_add(1, SeqCst);
+        }
+    }
+
+    /// Spins briefly, then gives the core away for a moment: a helper that the OS preempted in
+    /// the middle of its chunk (two cores shared with the browser's own threads) can then finish
+    /// on the core this thread would otherwise burn.
+    fn back_off(spins: &mut u32) {
+        *spins += 1;
+        if *spins < 4096 {
+            core::hint::spin_loop();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
         }
     }
 
@@ -238,46 +245,30 @@ mod team {
             let chunk = unsafe { core::slice::from_raw_parts_mut(base.get().add(start), n) };
             f(i, chunk);
         };
-        if count <= 1 {
-            if count == 1 {
-                run(0);
-            }
+        if count <= 1 || HELPERS.load(SeqCst) == 0 {
+            (0..count).for_each(run);
             return;
         }
-        let team = LEADER_OF.with(|t| t.get());
-        // SAFETY: `active()` was true, so this thread leads the live team at `team`.
-        let team = unsafe { &*team };
         let run_ref: &(dyn Fn(usize) + Sync) = &run;
-        // SAFETY: only the lifetime is erased; the job is withdrawn (busy == 0) before `run`
-        // goes out of scope.
+        // SAFETY: only the lifetime is erased; the job is withdrawn and every holder waited out
+        // before `run` goes out of scope.
         let run_static: *const (dyn Fn(usize) + Sync) = unsafe { core::mem::transmute(run_ref) };
         let job = Job {
             run: run_static,
             next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
             count,
         };
-        let helpers = rayon::current_num_threads() - 1;
-        team.busy.store(helpers, Ordering::Release);
-        team.job
-            .0
-            .store(&job as *const Job as usize, Ordering::Release);
-        team.generation.fetch_add(1, Ordering::AcqRel);
+        JOB.store(&job as *const Job as usize, SeqCst);
+        GENERATION.fetch_add(1, SeqCst);
         work(&job);
         let mut spins = 0u32;
-        while team.busy.load(Ordering::Acquire) != 0 {
+        while job.done.load(SeqCst) != count {
             back_off(&mut spins);
         }
-    }
-
-    /// Spins briefly, then gives the core away for a moment: a helper that the OS preempted in
-    /// the middle of its chunk (two cores shared with the browser's own threads) can then finish
-    /// on the core this thread would otherwise burn.
-    fn back_off(spins: &mut u32) {
-        *spins += 1;
-        if *spins < 4096 {
+        JOB.store(0, SeqCst);
+        while HOLDING.load(SeqCst) != 0 {
             core::hint::spin_loop();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(20));
         }
     }
 }
