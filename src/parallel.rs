@@ -143,7 +143,9 @@ mod team {
         if helpers == 0
             || active()
             || rayon::current_thread_index().is_some()
-            || LEADING.compare_exchange(false, true, SeqCst, SeqCst).is_err()
+            || LEADING
+                .compare_exchange(false, true, SeqCst, SeqCst)
+                .is_err()
         {
             return f();
         }

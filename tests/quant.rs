@@ -230,3 +230,45 @@ fn quantized_matmul_errors() {
         "ShapeMismatch",
     );
 }
+
+#[test]
+fn matmul_many_equals_separate_matmuls() {
+    use kopitiam_wasm::quant::{matmul_into, matmul_many, MatmulScratch};
+    let mut rng = Rng::new(77);
+    let cols = 96;
+    let sizes = [40, 7, 7];
+    for rows in [1usize, 3, 6] {
+        for dtype in [DType::Q4_0, DType::Q8_0] {
+            let ws: Vec<Tensor> = sizes
+                .iter()
+                .map(|&n| quantize(dtype, &rng.vec(n * cols, 1.0), n, cols))
+                .collect();
+            let x = rng.vec(rows * cols, 2.0);
+            let mut mm = MatmulScratch::default();
+            let mut want: Vec<Vec<f32>> = sizes.iter().map(|&n| vec![0.0; rows * n]).collect();
+            for (w, o) in ws.iter().zip(want.iter_mut()) {
+                matmul_into(&x, w, &mut mm, o).unwrap();
+            }
+            let mut got: Vec<Vec<f32>> = sizes.iter().map(|&n| vec![f32::NAN; rows * n]).collect();
+            let (a, rest) = got.split_at_mut(1);
+            let (b, c) = rest.split_at_mut(1);
+            matmul_many(
+                &x,
+                &[&ws[0], &ws[1], &ws[2]],
+                &mut mm,
+                &mut [&mut a[0], &mut b[0], &mut c[0]],
+            )
+            .unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    g.iter().zip(w).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{dtype:?}, {rows} rows"
+                );
+            }
+            // A wrong output length is a shape error, not a panic.
+            let mut short = vec![0.0; 1];
+            let err = matmul_many(&x, &[&ws[0]], &mut mm, &mut [&mut short]).unwrap_err();
+            assert_eq!(err.code(), "ShapeMismatch");
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::config::{Activation, Config, RopeStyle};
 use super::kv_cache::KvCache;
-use super::weights::Weights;
+use super::weights::{Linear, Weights};
 use crate::error::{Error, Result};
 use crate::ops::kernels::{axpy, axpy4, dot, dot4};
 use crate::ops::{gelu_tanh, rms_norm_row};
@@ -190,12 +190,13 @@ pub fn forward<'s>(
                 &mut s.xb[i * d..(i + 1) * d],
             );
         }
-        lw.wq
-            .forward(&s.xb[..n * d], &mut s.q[..n * qd], &mut s.mm)?; // [n, n_head·hd]
-        lw.wk
-            .forward(&s.xb[..n * d], &mut s.k[..n * kvd], &mut s.mm)?; // [n, n_kv·hd]
-        lw.wv
-            .forward(&s.xb[..n * d], &mut s.v[..n * kvd], &mut s.mm)?; // [n, n_kv·hd]
+        // q [n, n_head·hd], k and v [n, n_kv·hd]: one job over the three weights
+        Linear::forward_many(
+            &[&lw.wq, &lw.wk, &lw.wv],
+            &s.xb[..n * d],
+            &mut [&mut s.q[..n * qd], &mut s.k[..n * kvd], &mut s.v[..n * kvd]],
+            &mut s.mm,
+        )?;
 
         let sliding = cfg.is_sliding(il);
         let table = &s.rope[if sliding { n * hd } else { 0 }..][..n * hd];
@@ -255,10 +256,13 @@ pub fn forward<'s>(
                 &mut s.xb[i * d..(i + 1) * d],
             );
         }
-        lw.w_gate
-            .forward(&s.xb[..n * d], &mut s.gate[..n * ff], &mut s.mm)?; // [n, ff]
-        lw.w_up
-            .forward(&s.xb[..n * d], &mut s.up[..n * ff], &mut s.mm)?; // [n, ff]
+        // gate and up [n, ff]: one job over both weights
+        Linear::forward_many(
+            &[&lw.w_gate, &lw.w_up],
+            &s.xb[..n * d],
+            &mut [&mut s.gate[..n * ff], &mut s.up[..n * ff]],
+            &mut s.mm,
+        )?;
         let up = &s.up[..n * ff];
         parallel::for_each_chunk_mut(&mut s.gate[..n * ff], ff, |i, gate| {
             for (g, &u) in gate.iter_mut().zip(&up[i * ff..(i + 1) * ff]) {

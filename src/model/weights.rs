@@ -30,6 +30,33 @@ impl Linear {
         }
     }
 
+    /// [`Linear::forward`] for several weights reading the same `x` (Q/K/V, gate/up): quantized
+    /// ones run as one job (see [`quant::matmul_many`]); the results are those of separate calls.
+    pub fn forward_many(
+        linears: &[&Linear],
+        x: &[f32],
+        outs: &mut [&mut [f32]],
+        mm: &mut MatmulScratch,
+    ) -> Result<()> {
+        let n = linears.len();
+        let mut quant: [Option<&Tensor>; 4] = [None; 4];
+        for (q, l) in quant.iter_mut().zip(linears) {
+            if let Linear::Quant(t) = l {
+                *q = Some(t);
+            }
+        }
+        if let [Some(first), ..] = quant {
+            if n <= quant.len() && quant[..n].iter().all(Option::is_some) {
+                let ts = quant.map(|t| t.unwrap_or(first));
+                return quant::matmul_many(x, &ts[..n], mm, outs);
+            }
+        }
+        for (l, out) in linears.iter().zip(outs.iter_mut()) {
+            l.forward(x, out, mm)?;
+        }
+        Ok(())
+    }
+
     /// `out[r, :] = W · x[r, :]` for every row of `x` (`rows × in` → `rows × out`).
     pub fn forward(&self, x: &[f32], out: &mut [f32], mm: &mut MatmulScratch) -> Result<()> {
         match self {

@@ -109,36 +109,16 @@ pub fn matmul_into(
         n_out.div_ceil(16 * threads).max(16)
     };
     if weight.dtype() == DType::Q4_0 {
-        scratch.act.prepare(x, n_in)?;
-        let act = &scratch.act;
-        let gemm = |c: usize, o: &mut [f32]| {
-            kernels::gemm_q4_0_q8_0(&w[c * chunk * w_row..], act, o);
-        };
         if rows == 1 {
-            parallel::for_each_chunk_mut(out, chunk, gemm);
-        } else {
-            // Each chunk of weight rows fills its own row-major `[rows, chunk]` block; the blocks'
-            // row segments are then copied into place (whole runs, no scattered writes).
-            let blocks = &mut scratch.out_t;
-            if blocks.len() < out.len() {
-                blocks
-                    .try_reserve_exact(out.len() - blocks.len())
-                    .map_err(|_| Error::AllocationFailed {
-                        bytes: out.len() * 4,
-                    })?;
-                blocks.resize(out.len(), 0.0);
-            }
-            let blocks = &mut blocks[..out.len()];
-            parallel::for_each_chunk_mut(blocks, chunk * rows, gemm);
-            for (c, block) in blocks.chunks(chunk * rows).enumerate() {
-                let width = block.len() / rows;
-                for (r, seg) in block.chunks_exact(width).enumerate() {
-                    let at = r * n_out + c * chunk;
-                    out[at..at + width].copy_from_slice(seg);
-                }
-            }
+            // One row straight into `out`: chunks of `out` are chunks of weight rows.
+            scratch.act.prepare(x, n_in)?;
+            let act = &scratch.act;
+            parallel::for_each_chunk_mut(out, chunk, |c, o| {
+                kernels::gemm_q4_0_q8_0(&w[c * chunk * w_row..], act, o);
+            });
+            return Ok(());
         }
-        return Ok(());
+        return q4_0_many(x, n_in, &[(w, n_out)], scratch, &mut [out]);
     }
     let row_bytes = fused.act.storage_bytes(n_in)?;
     let need = rows * row_bytes;
@@ -163,6 +143,116 @@ pub fn matmul_into(
             *y = (fused.dot)(&w[o * w_row..(o + 1) * w_row], xr);
         }
     });
+    Ok(())
+}
+
+/// [`matmul_into`] for several weights that read the same `x` (an attention block's Q, K and V;
+/// a feed-forward's gate and up): for Q4_0 weights of one width the activations are prepared
+/// once and all the matrices' rows are one parallel job, so a decode step starts fewer jobs.
+/// Other weights go one at a time. The bits are those of separate calls.
+pub fn matmul_many(
+    x: &[f32],
+    weights: &[&Tensor],
+    scratch: &mut MatmulScratch,
+    outs: &mut [&mut [f32]],
+) -> Result<()> {
+    const OP: &str = "quantized_matmul";
+    if weights.len() != outs.len() {
+        return Err(Error::shape(OP, weights.len(), outs.len()));
+    }
+    let shape = |t: &Tensor| match t.dims() {
+        [o, i] if t.dtype() == DType::Q4_0 => Some((*o, *i)),
+        _ => None,
+    };
+    let n_in = weights.first().and_then(|t| shape(t)).map(|(_, i)| i);
+    let together = weights.len() <= MAX_MANY
+        && n_in.is_some_and(|n_in| {
+            weights.iter().zip(outs.iter()).all(|(t, o)| {
+                shape(t)
+                    .is_some_and(|(n_out, i)| i == n_in && o.len() == x.len() / n_in.max(1) * n_out)
+            }) && n_in > 0
+                && n_in % 32 == 0
+                && x.len() % n_in == 0
+                && !x.is_empty()
+        });
+    if !together {
+        for (w, out) in weights.iter().zip(outs.iter_mut()) {
+            matmul_into(x, w, scratch, out)?;
+        }
+        return Ok(());
+    }
+    let mut ws = [(&[][..], 0usize); MAX_MANY];
+    for (slot, t) in ws.iter_mut().zip(weights) {
+        *slot = (t.quantized_bytes()?, t.dims()[0]);
+    }
+    q4_0_many(x, n_in.unwrap_or(0), &ws[..weights.len()], scratch, outs)
+}
+
+/// Most weights [`matmul_many`] runs as one job.
+const MAX_MANY: usize = 4;
+
+/// Q4_0 weights `ws` (bytes, rows) of width `n_in` against `x`: one prepared activation, one
+/// parallel job over every matrix's chunks of weight rows. Each chunk fills a row-major
+/// `[rows, width]` block of `out_t`; the blocks' row runs are then copied into place (no
+/// scattered writes). Shapes are checked by the callers.
+fn q4_0_many(
+    x: &[f32],
+    n_in: usize,
+    ws: &[(&[u8], usize)],
+    scratch: &mut MatmulScratch,
+    outs: &mut [&mut [f32]],
+) -> Result<()> {
+    let rows = x.len() / n_in;
+    let w_row = DType::Q4_0.storage_bytes(n_in)?;
+    let threads = parallel::num_threads();
+    let total: usize = ws.iter().map(|w| w.1).sum();
+    let chunk = if threads == 1 {
+        ws.iter().map(|w| w.1).max().unwrap_or(1)
+    } else {
+        total.div_ceil(16 * threads).max(16)
+    }
+    .max(1);
+    // Chunk `c` belongs to the matrix `m` with first[m] <= c < first[m + 1].
+    let mut first = [0usize; MAX_MANY + 1];
+    for (m, w) in ws.iter().enumerate() {
+        first[m + 1] = first[m] + w.1.div_ceil(chunk);
+    }
+    let n_chunks = first[ws.len()];
+    let len = n_chunks
+        .checked_mul(chunk * rows)
+        .ok_or(Error::SizeOverflow {
+            what: "matmul blocks",
+        })?;
+    scratch.act.prepare(x, n_in)?;
+    let blocks = &mut scratch.out_t;
+    if blocks.len() < len {
+        blocks
+            .try_reserve_exact(len - blocks.len())
+            .map_err(|_| Error::AllocationFailed { bytes: len * 4 })?;
+        blocks.resize(len, 0.0);
+    }
+    let act = &scratch.act;
+    let locate = |c: usize| {
+        let m = first[1..=ws.len()].iter().position(|&f| c < f).unwrap_or(0);
+        let j = c - first[m];
+        (m, j, chunk.min(ws[m].1 - j * chunk))
+    };
+    parallel::for_each_chunk_mut(&mut blocks[..len], chunk * rows, |c, block| {
+        let (m, j, width) = locate(c);
+        kernels::gemm_q4_0_q8_0(
+            &ws[m].0[j * chunk * w_row..],
+            act,
+            &mut block[..width * rows],
+        );
+    });
+    for (c, block) in blocks[..len].chunks_exact(chunk * rows).enumerate() {
+        let (m, j, width) = locate(c);
+        let n_out = ws[m].1;
+        for (r, seg) in block[..width * rows].chunks_exact(width).enumerate() {
+            let at = r * n_out + j * chunk;
+            outs[m][at..at + width].copy_from_slice(seg);
+        }
+    }
     Ok(())
 }
 

@@ -21,7 +21,7 @@ mod kquants;
 mod legacy;
 mod matmul;
 pub use act::Q8Act;
-pub use matmul::{matmul_into, MatmulScratch};
+pub use matmul::{matmul_into, matmul_many, MatmulScratch};
 mod quantize;
 mod traits;
 
