@@ -185,7 +185,8 @@ pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
     sum
 }
 
-/// The f16 scales of four consecutive Q4_0 blocks starting at `w`, as f32, exact for finite
+/// The f16 scales of four Q4_0 blocks `stride` bytes apart (consecutive blocks of a row, or one
+/// block of four rows) starting at `w`, as f32, exact for finite
 /// scales; `special` gets all-ones lanes where a scale is inf/NaN (the caller then falls back to
 /// the scalar twin). Each scale lands in the high half of its i32 lane, so one arithmetic shift
 /// puts the exponent and mantissa in f32 position (the smeared sign bits are masked off) and the
@@ -194,12 +195,12 @@ pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
 /// # Safety
 /// `w` must point at four readable Q4_0 blocks.
 #[inline(always)]
-unsafe fn q4_0_scales4(w: *const u8, special: &mut v128) -> v128 {
+unsafe fn q4_0_scales4(w: *const u8, stride: usize, special: &mut v128) -> v128 {
     let mut h = i32x4_splat(0);
     h = v128_load16_lane::<1>(h, w as *const u16);
-    h = v128_load16_lane::<3>(h, w.add(Q4_BYTES) as *const u16);
-    h = v128_load16_lane::<5>(h, w.add(2 * Q4_BYTES) as *const u16);
-    h = v128_load16_lane::<7>(h, w.add(3 * Q4_BYTES) as *const u16);
+    h = v128_load16_lane::<3>(h, w.add(stride) as *const u16);
+    h = v128_load16_lane::<5>(h, w.add(2 * stride) as *const u16);
+    h = v128_load16_lane::<7>(h, w.add(3 * stride) as *const u16);
     let exp = i32x4_splat(0x7C00_0000);
     *special = v128_or(*special, i32x4_eq(v128_and(h, exp), exp));
     let bits = v128_and(i32x4_shr(h, 3), i32x4_splat(0x8FFF_E000u32 as i32));
@@ -280,7 +281,7 @@ unsafe fn q4_0_row1(
     while b + 4 <= nb {
         let isum = hsum4_i16(block(b), block(b + 1), block(b + 2), block(b + 3));
         let scale = f32x4_mul(
-            q4_0_scales4(w.add(b * Q4_BYTES), &mut special),
+            q4_0_scales4(w.add(b * Q4_BYTES), Q4_BYTES, &mut special),
             v128_load(dx.add(b) as *const v128),
         );
         acc = f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)));
@@ -373,6 +374,71 @@ unsafe fn q4_0_row4(
     *out.add(3 * stride) = f32x4_extract_lane::<3>(sum);
 }
 
+/// Four Q4_0 rows (`w`, `w + w_row`, …) against one prepared activation row: the activation
+/// block is loaded once for all four, the four integer sums are transposed into one vector
+/// (lane = weight row), and block `b` goes into accumulator `b % 4` — per output the order of
+/// `q4_0_row1`. Writes `out[0..4]`.
+///
+/// # Safety
+/// As `q4_0_row1` for four weight rows `w_row` bytes apart; `out` must hold 4 floats.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn q4_0_w4(
+    dot16: impl Fn(v128, v128) -> v128 + Copy,
+    w: *const u8,
+    w_row: usize,
+    nb: usize,
+    x: *const u8,
+    dx: *const f32,
+    neg: *const i16,
+    out: *mut f32,
+) {
+    let mut special = i32x4_splat(0);
+    let mut step = |b: usize, acc: v128| {
+        let xb = x.add(b * Q8_BYTES);
+        let (x0, x1) = (
+            v128_load(xb.add(2) as *const v128),
+            v128_load(xb.add(18) as *const v128),
+        );
+        let nv = v128_load(neg.add(b * 8) as *const v128);
+        let wb = w.add(b * Q4_BYTES);
+        let row = |k: usize| {
+            let qs = v128_load(wb.add(k * w_row + 2) as *const v128);
+            q4_0_block_isum(dot16, qs, x0, x1, nv)
+        };
+        let isum = hsum4_i16(row(0), row(1), row(2), row(3));
+        let scale = f32x4_mul(
+            q4_0_scales4(wb, w_row, &mut special),
+            f32x4_splat(*dx.add(b)),
+        );
+        f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
+    };
+    let mut acc = [f32x4_splat(0.0); 4];
+    let mut b = 0;
+    while b + 4 <= nb {
+        acc[0] = step(b, acc[0]);
+        acc[1] = step(b + 1, acc[1]);
+        acc[2] = step(b + 2, acc[2]);
+        acc[3] = step(b + 3, acc[3]);
+        b += 4;
+    }
+    for (lane, b) in (b..nb).enumerate() {
+        acc[lane] = step(b, acc[lane]);
+    }
+    if v128_any_true(special) {
+        // An inf/NaN scale (a broken file): let the scalar twin define these four results.
+        for k in 0..4 {
+            *out.add(k) = super::scalar::vec_dot_q4_0_q8_0(
+                core::slice::from_raw_parts(w.add(k * w_row), nb * Q4_BYTES),
+                core::slice::from_raw_parts(x, nb * Q8_BYTES),
+            );
+        }
+        return;
+    }
+    let sum = f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]));
+    v128_store(out as *mut v128, sum);
+}
+
 /// Tiled Q4_0 × prepared-Q8_0 matmul with a given `dot16`; see `scalar::gemm_q4_0_q8_0`.
 #[inline(always)]
 pub(crate) fn gemm_q4_0_with(
@@ -401,15 +467,31 @@ pub(crate) fn gemm_q4_0_with(
                 q4_0_row4(dot16, wr, nb, act, r, y.add(r * n_w), n_w);
                 r += 4;
             }
-            for r in tiles..rows {
-                *y.add(r * n_w) = q4_0_row1(
-                    dot16,
-                    wr,
-                    nb,
-                    act.q8_row(r).as_ptr(),
-                    act.dx().as_ptr().add(r * nb),
-                    act.neg8().as_ptr().add(r * nb * 8),
-                );
+        }
+    }
+    // Activation rows outside the 4-row tiles (all of them for a decode step): four weight rows
+    // at a time (one activation load for four rows) while the rows fit in L2 — streaming a large
+    // matrix from memory, one row at a time measured faster (the LM head: 12.6 vs 14.0 ms).
+    let group = if n_w * w_row <= 1 << 20 { 4 } else { usize::MAX };
+    for r in tiles..rows {
+        let (x, dx, neg) = (
+            act.q8_row(r).as_ptr(),
+            act.dx()[r * nb..].as_ptr(),
+            act.neg8()[r * nb * 8..].as_ptr(),
+        );
+        let y = &mut out[r * n_w..(r + 1) * n_w];
+        let mut o = 0;
+        // SAFETY: weight rows `o..o + 4 <= n_w` lie inside `w`, `y` holds `n_w` floats, and the
+        // activation row's tables hold `nb` blocks (asserted above).
+        unsafe {
+            while o + group <= n_w {
+                let wr = w.as_ptr().add(o * w_row);
+                q4_0_w4(dot16, wr, w_row, nb, x, dx, neg, y.as_mut_ptr().add(o));
+                o += 4;
+            }
+            while o < n_w {
+                y[o] = q4_0_row1(dot16, w.as_ptr().add(o * w_row), nb, x, dx, neg);
+                o += 1;
             }
         }
     }
