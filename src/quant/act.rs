@@ -1,8 +1,8 @@
 //! Activations prepared once per matmul for the Q4_0 kernels.
 //!
 //! A Q4_0 weight row is read once per activation row, but the work that depends only on the
-//! activations — quantizing to Q8_0, decoding the block scales, and the `−8·Σx` that folds the
-//! Q4_0 offset into the integer sum — is done here once and shared by every weight row.
+//! activations — quantizing to Q8_0, decoding the block scales, and the `8·Σx` that takes the
+//! Q4_0 offset out of the per-weight products — is done here once and shared by every weight row.
 
 use super::kernels::quantize_row_q8_0;
 use crate::dtype::DType;
@@ -23,9 +23,11 @@ pub struct Q8Act {
     dx: Vec<f32>,
     /// `[blocks][rows]` the same scales, block-major (four rows' scales load at once).
     dx_t: Vec<f32>,
-    /// `[rows][blocks][8]`: lane `l` holds `−8·(x[2l] + x[2l+1] + x[16+2l] + x[17+2l])`, so
-    /// adding it to `Σ nibble·x` gives the exact `Σ (nibble − 8)·x` without a subtract per weight.
-    neg8: Vec<i16>,
+    /// `[rows][blocks]` `8·Σx` of each block: `Σ nibble·x − 8·Σx` is the exact `Σ (nibble − 8)·x`,
+    /// one subtract per block instead of one per weight.
+    sx8: Vec<i32>,
+    /// `[blocks][rows]` the same sums, block-major (four rows' sums load at once).
+    sx8_t: Vec<i32>,
 }
 
 fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
@@ -61,7 +63,8 @@ impl Q8Act {
         grow(&mut self.q8, rows * row_bytes)?;
         grow(&mut self.dx, nb)?;
         grow(&mut self.dx_t, nb)?;
-        grow(&mut self.neg8, nb * 8)?;
+        grow(&mut self.sx8, nb)?;
+        grow(&mut self.sx8_t, nb)?;
         self.rows = rows;
         self.blocks = blocks;
         for (r, xr) in x.chunks_exact(n_in).enumerate() {
@@ -71,11 +74,9 @@ impl Q8Act {
                 let d = f16_to_f32(u16::from_le_bytes([xb[0], xb[1]]));
                 self.dx[r * blocks + b] = d;
                 self.dx_t[b * rows + r] = d;
-                let q = |j: usize| (xb[2 + j] as i8) as i16;
-                let neg = &mut self.neg8[(r * blocks + b) * 8..][..8];
-                for (l, n) in neg.iter_mut().enumerate() {
-                    *n = -8 * (q(2 * l) + q(2 * l + 1) + q(16 + 2 * l) + q(17 + 2 * l));
-                }
+                let sum: i32 = xb[2..].iter().map(|&q| (q as i8) as i32).sum();
+                self.sx8[r * blocks + b] = 8 * sum;
+                self.sx8_t[b * rows + r] = 8 * sum;
             }
         }
         Ok(())
@@ -109,7 +110,11 @@ impl Q8Act {
         &self.dx_t[..self.rows * self.blocks]
     }
 
-    pub(crate) fn neg8(&self) -> &[i16] {
-        &self.neg8[..self.rows * self.blocks * 8]
+    pub(crate) fn sx8(&self) -> &[i32] {
+        &self.sx8[..self.rows * self.blocks]
+    }
+
+    pub(crate) fn sx8_t(&self) -> &[i32] {
+        &self.sx8_t[..self.rows * self.blocks]
     }
 }

@@ -207,24 +207,23 @@ unsafe fn q4_0_scales4(w: *const u8, stride: usize, special: &mut v128) -> v128 
     f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)))
 }
 
-/// Σ (nibble − 8)·x of one Q4_0 block (`qs`: its 16 quant bytes) against Q8_0 quants `x0`
-/// (elements 0..16) and `x1` (16..32), as eight i16 partials. `dot16(x, u)` multiplies signed
-/// bytes by nibbles 0..=15 and adds neighbours into i16 lanes; with `neg` (the prepared `−8·Σx`
-/// lanes) each lane is a sum of four `(nibble − 8)·x` terms, |lane| ≤ 4·8·128, so it is exact and
-/// any four lanes still add up without overflow (see `hsum4_i16`).
+/// Σ nibble·x of one Q4_0 block (`qs`: its 16 quant bytes) against Q8_0 quants `x0` (elements
+/// 0..16) and `x1` (16..32), as eight i16 partials; the caller subtracts the prepared `8·Σx` once
+/// the block is summed. `dot16(x, u)` multiplies signed bytes by nibbles 0..=15 and adds
+/// neighbours into i16 lanes, so a lane is four products, |lane| ≤ 4·15·128 = 7680, and any four
+/// lanes still add up without overflow (see `hsum4_i16`).
 #[inline(always)]
 pub(crate) fn q4_0_block_isum(
     dot16: impl Fn(v128, v128) -> v128,
     qs: v128,
     x0: v128,
     x1: v128,
-    neg: v128,
 ) -> v128 {
     let mask = u8x16_splat(0x0F);
     let lo = v128_and(qs, mask);
     // A 16-bit shift is one instruction; the mask drops the bits it pulls across bytes.
     let hi = v128_and(u16x8_shr(qs, 4), mask);
-    i16x8_add(i16x8_add(dot16(x0, lo), dot16(x1, hi)), neg)
+    i16x8_add(dot16(x0, lo), dot16(x1, hi))
 }
 
 /// `[Σa, Σb, Σc, Σd]` (as i32) of four vectors of eight i16 partials whose every four-lane
@@ -255,7 +254,7 @@ fn dot16_extmul(x: v128, u: v128) -> v128 {
 /// accumulator taking block `4k + l` (the canonical order of `scalar::accumulate4`).
 ///
 /// # Safety
-/// `w` must hold `nb` Q4_0 blocks, `x` `nb` Q8_0 blocks, `dx` `nb` floats and `neg` `nb·8` i16.
+/// `w` must hold `nb` Q4_0 blocks, `x` `nb` Q8_0 blocks, `dx` `nb` floats and `sx8` `nb` i32.
 #[inline(always)]
 unsafe fn q4_0_row1(
     dot16: impl Fn(v128, v128) -> v128 + Copy,
@@ -263,7 +262,7 @@ unsafe fn q4_0_row1(
     nb: usize,
     x: *const u8,
     dx: *const f32,
-    neg: *const i16,
+    sx8: *const i32,
 ) -> f32 {
     let block = |b: usize| {
         let (wb, xb) = (w.add(b * Q4_BYTES), x.add(b * Q8_BYTES));
@@ -272,14 +271,16 @@ unsafe fn q4_0_row1(
             v128_load(wb.add(2) as *const v128),
             v128_load(xb.add(2) as *const v128),
             v128_load(xb.add(18) as *const v128),
-            v128_load(neg.add(b * 8) as *const v128),
         )
     };
     let mut acc = f32x4_splat(0.0);
     let mut special = i32x4_splat(0);
     let mut b = 0;
     while b + 4 <= nb {
-        let isum = hsum4_i16(block(b), block(b + 1), block(b + 2), block(b + 3));
+        let isum = i32x4_sub(
+            hsum4_i16(block(b), block(b + 1), block(b + 2), block(b + 3)),
+            v128_load(sx8.add(b) as *const v128),
+        );
         let scale = f32x4_mul(
             q4_0_scales4(w.add(b * Q4_BYTES), Q4_BYTES, &mut special),
             v128_load(dx.add(b) as *const v128),
@@ -295,7 +296,7 @@ unsafe fn q4_0_row1(
     ];
     for (lane, b) in (b..nb).enumerate() {
         let v = block(b);
-        let isum = i32x4_extract_lane::<0>(hsum4_i16(v, v, v, v));
+        let isum = i32x4_extract_lane::<0>(hsum4_i16(v, v, v, v)) - *sx8.add(b);
         let dw = crate::quant::blocks::f16_to_f32(
             (w.add(b * Q4_BYTES) as *const u16).read_unaligned().to_le(),
         );
@@ -332,7 +333,7 @@ unsafe fn q4_0_row4(
     let rows = act.rows();
     let row_bytes = nb * Q8_BYTES;
     let x = act.q8().as_ptr().add(r0 * row_bytes);
-    let neg = act.neg8().as_ptr().add(r0 * nb * 8);
+    let sx8_t = act.sx8_t().as_ptr().add(r0);
     let dx_t = act.dx_t().as_ptr().add(r0);
     let step = |b: usize, acc: v128| {
         let wb = w.add(b * Q4_BYTES);
@@ -344,10 +345,12 @@ unsafe fn q4_0_row4(
                 qs,
                 v128_load(xb.add(2) as *const v128),
                 v128_load(xb.add(18) as *const v128),
-                v128_load(neg.add((r * nb + b) * 8) as *const v128),
             )
         };
-        let isum = hsum4_i16(isum_row(0), isum_row(1), isum_row(2), isum_row(3));
+        let isum = i32x4_sub(
+            hsum4_i16(isum_row(0), isum_row(1), isum_row(2), isum_row(3)),
+            v128_load(sx8_t.add(b * rows) as *const v128),
+        );
         let dw = crate::quant::blocks::f16_to_f32((wb as *const u16).read_unaligned().to_le());
         let scale = f32x4_mul(
             f32x4_splat(dw),
@@ -390,7 +393,7 @@ unsafe fn q4_0_w4(
     nb: usize,
     x: *const u8,
     dx: *const f32,
-    neg: *const i16,
+    sx8: *const i32,
     out: *mut f32,
 ) {
     let mut special = i32x4_splat(0);
@@ -400,13 +403,15 @@ unsafe fn q4_0_w4(
             v128_load(xb.add(2) as *const v128),
             v128_load(xb.add(18) as *const v128),
         );
-        let nv = v128_load(neg.add(b * 8) as *const v128);
         let wb = w.add(b * Q4_BYTES);
         let row = |k: usize| {
             let qs = v128_load(wb.add(k * w_row + 2) as *const v128);
-            q4_0_block_isum(dot16, qs, x0, x1, nv)
+            q4_0_block_isum(dot16, qs, x0, x1)
         };
-        let isum = hsum4_i16(row(0), row(1), row(2), row(3));
+        let isum = i32x4_sub(
+            hsum4_i16(row(0), row(1), row(2), row(3)),
+            i32x4_splat(*sx8.add(b)),
+        );
         let scale = f32x4_mul(
             q4_0_scales4(wb, w_row, &mut special),
             f32x4_splat(*dx.add(b)),
@@ -454,7 +459,7 @@ pub(crate) fn gemm_q4_0_with(
     }
     let w_row = nb * Q4_BYTES;
     let n_w = (out.len() / rows).min(w.len() / w_row);
-    assert!(act.dx_t().len() >= rows * nb && act.neg8().len() >= rows * nb * 8);
+    assert!(act.dx_t().len() >= rows * nb && act.sx8_t().len() >= rows * nb);
     let tiles = rows / 4 * 4;
     for o in 0..n_w {
         // SAFETY: row `o < n_w` lies inside `w` and `out`; the activation tables were sized by
@@ -472,25 +477,25 @@ pub(crate) fn gemm_q4_0_with(
     // Activation rows outside the 4-row tiles (all of them for a decode step): four weight rows
     // at a time (one activation load for four rows) while the rows fit in L2 — streaming a large
     // matrix from memory, one row at a time measured faster (the LM head: 12.6 vs 14.0 ms).
-    let group = if n_w * w_row <= 1 << 20 { 4 } else { usize::MAX };
+    let four_rows = n_w * w_row <= 1 << 20;
     for r in tiles..rows {
-        let (x, dx, neg) = (
+        let (x, dx, sx8) = (
             act.q8_row(r).as_ptr(),
             act.dx()[r * nb..].as_ptr(),
-            act.neg8()[r * nb * 8..].as_ptr(),
+            act.sx8()[r * nb..].as_ptr(),
         );
         let y = &mut out[r * n_w..(r + 1) * n_w];
         let mut o = 0;
         // SAFETY: weight rows `o..o + 4 <= n_w` lie inside `w`, `y` holds `n_w` floats, and the
         // activation row's tables hold `nb` blocks (asserted above).
         unsafe {
-            while o + group <= n_w {
+            while four_rows && o + 4 <= n_w {
                 let wr = w.as_ptr().add(o * w_row);
-                q4_0_w4(dot16, wr, w_row, nb, x, dx, neg, y.as_mut_ptr().add(o));
+                q4_0_w4(dot16, wr, w_row, nb, x, dx, sx8, y.as_mut_ptr().add(o));
                 o += 4;
             }
             while o < n_w {
-                y[o] = q4_0_row1(dot16, w.as_ptr().add(o * w_row), nb, x, dx, neg);
+                y[o] = q4_0_row1(dot16, w.as_ptr().add(o * w_row), nb, x, dx, sx8);
                 o += 1;
             }
         }
