@@ -172,3 +172,36 @@ fn quantized_weights_stay_views_of_the_file() {
     assert_eq!(embd.len(), 512 * 64 / 32 * 18);
     assert_eq!(model.file_size(), GGUF.len());
 }
+
+/// Several sessions evaluating at once (natively: one leads the thread team, the others fall
+/// back to plain rayon loops) give the bits of one session alone — batched prompt and
+/// token-by-token decode alike — and nothing deadlocks.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn concurrent_sessions_give_identical_logits() {
+    fn run(model: &Model, prompt: &[u32]) -> Vec<f32> {
+        let mut s = model.session(prompt.len() + 4).unwrap();
+        let mut out = s.eval(model, prompt, Logits::Last).unwrap().to_vec();
+        for t in [5u32, 9, 2] {
+            out.extend_from_slice(s.eval(model, &[t], Logits::Last).unwrap());
+        }
+        out
+    }
+    let model = std::sync::Arc::new(Model::load(GGUF.to_vec()).unwrap());
+    let prompt = cases()[0].tokens.clone();
+    let alone = run(&model, &prompt);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, p) = (model.clone(), prompt.clone());
+            std::thread::spawn(move || (0..5).map(|_| run(&m, &p)).collect::<Vec<_>>())
+        })
+        .collect();
+    for h in handles {
+        for got in h.join().unwrap() {
+            assert!(got
+                .iter()
+                .zip(&alone)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+}
