@@ -318,7 +318,8 @@ unsafe fn q4_0_row1(
 ///
 /// # Safety
 /// As `q4_0_row1`, for rows `r0..r0 + 4` of an activation with `rows` rows; the four results
-/// go to `out`, `out + stride`, `out + 2·stride`, `out + 3·stride`.
+/// go to `out`, `out + stride`, `out + 2·stride`, `out + 3·stride`. `dw` holds the weight row's
+/// `nb` block scales as f32 (decoded once per row, not once per four activation rows).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn q4_0_row4(
@@ -329,6 +330,7 @@ unsafe fn q4_0_row4(
     r0: usize,
     out: *mut f32,
     stride: usize,
+    dw: *const f32,
 ) {
     let rows = act.rows();
     let row_bytes = nb * Q8_BYTES;
@@ -351,9 +353,8 @@ unsafe fn q4_0_row4(
             hsum4_i16(isum_row(0), isum_row(1), isum_row(2), isum_row(3)),
             v128_load(sx8_t.add(b * rows) as *const v128),
         );
-        let dw = crate::quant::blocks::f16_to_f32((wb as *const u16).read_unaligned().to_le());
         let scale = f32x4_mul(
-            f32x4_splat(dw),
+            v128_load32_splat(dw.add(b) as *const u32),
             v128_load(dx_t.add(b * rows) as *const v128),
         );
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
@@ -461,15 +462,35 @@ pub(crate) fn gemm_q4_0_with(
     let n_w = (out.len() / rows).min(w.len() / w_row);
     assert!(act.dx_t().len() >= rows * nb && act.sx8_t().len() >= rows * nb);
     let tiles = rows / 4 * 4;
+    let mut dw = Vec::new();
+    if tiles > 0 {
+        dw.resize(nb, 0.0f32);
+    }
     for o in 0..n_w {
-        // SAFETY: row `o < n_w` lies inside `w` and `out`; the activation tables were sized by
-        // `Q8Act::prepare` for `rows × nb` (asserted above); v128 loads and stores are unaligned.
+        if tiles == 0 {
+            break;
+        }
+        let wr = &w[o * w_row..(o + 1) * w_row];
+        for (d, wb) in dw.iter_mut().zip(wr.chunks_exact(Q4_BYTES)) {
+            *d = read_f16(wb);
+        }
+        // SAFETY: row `o < n_w` lies inside `w` and `out`; `dw` holds `nb` scales; the activation
+        // tables were sized by `Q8Act::prepare` for `rows × nb` (asserted above); v128 loads and
+        // stores are unaligned.
         unsafe {
-            let wr = w.as_ptr().add(o * w_row);
             let y = out.as_mut_ptr().add(o);
             let mut r = 0;
             while r < tiles {
-                q4_0_row4(dot16, wr, nb, act, r, y.add(r * n_w), n_w);
+                q4_0_row4(
+                    dot16,
+                    wr.as_ptr(),
+                    nb,
+                    act,
+                    r,
+                    y.add(r * n_w),
+                    n_w,
+                    dw.as_ptr(),
+                );
                 r += 4;
             }
         }
