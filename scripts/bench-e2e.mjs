@@ -23,6 +23,10 @@ const PROMPT =
 const MAX_TOKENS = 64;
 const MODEL_URL = "/models/gemma-3-270m-q4_0.gguf";
 const RUNS = Number(process.env.RUNS ?? 3);
+// Memory is sampled in runs of its own: reading smaps_rollup of a renderer that holds a wasm
+// memory reservation costs 10–20 ms of CPU and takes that process's mmap lock, which at 10 Hz
+// would slow the very runs being timed (most on 2 threads, where no core is spare).
+const MEM_RUNS = Number(process.env.MEM_RUNS ?? 1);
 const THREADS = (process.env.THREADS ?? "1,2").split(",").map(Number);
 const RUN_TIMEOUT_MS = 1000 * Number(process.env.RUN_TIMEOUT_S ?? 180);
 const SIDES = {
@@ -106,15 +110,16 @@ const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await launch();
 const chromium = browser.version();
 
-/** One run in a fresh context (own HTTP cache and storage): result + peak renderer PSS. */
-async function runOnce(side, threads) {
+/** One run in a fresh context (own HTTP cache and storage): result, and with `memory` the peak
+ * renderer PSS (sampled every 100 ms). */
+async function runOnce(side, threads, memory) {
   const { page: file, key } = SIDES[side];
   await settle();
   const context = await browser.newContext();
   const logs = [];
   let peak = 0;
   const sample = () => (peak = Math.max(peak, rendererPssKiB()));
-  const timer = setInterval(sample, 100);
+  const timer = memory ? setInterval(sample, 100) : null;
   try {
     const page = await context.newPage();
     page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
@@ -127,7 +132,7 @@ async function runOnce(side, threads) {
       if (e.name !== "TimeoutError") throw e;
       throw new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`);
     }
-    sample();
+    if (memory) sample();
     const r = await page.evaluate((k) => window[k], key);
     if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
     return { ...r, peakPssKiB: peak };
@@ -135,7 +140,7 @@ async function runOnce(side, threads) {
     const tail = logs.filter((l) => !l.startsWith("debug")).slice(-8).join("\n    ");
     throw new Error(`${side} ×${threads}: ${e.message}${tail ? `\n    ${tail}` : ""}`);
   } finally {
-    clearInterval(timer);
+    if (timer) clearInterval(timer);
     await context.close();
   }
 }
@@ -185,14 +190,15 @@ try {
 
   let wllamaFailures = 0;
   for (const threads of THREADS) {
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < RUNS + MEM_RUNS; i++) {
+      const memory = i >= RUNS;
       // A B A B …: the two sides take turns so a slow phase of the machine hits both.
       for (const side of ["ours", "wllama"]) {
         if (side === "wllama" && wllamaFailures >= 2) continue;
         let entry;
         for (let attempt = 0; attempt < 2 && !entry?.loadMs; attempt++) {
           try {
-            entry = { side, threads, i, ...normalise(side, await runOnce(side, threads)) };
+            entry = { side, threads, i, memory, ...normalise(side, await runOnce(side, threads, memory)) };
           } catch (e) {
             entry = { side, threads, i, error: e.message };
             console.error(`  ${e.message}`);
@@ -205,7 +211,9 @@ try {
           console.log(
             `  ${side.padEnd(6)} ×${threads} run ${i + 1}: load ${(entry.loadMs / 1e3).toFixed(2)} s, ` +
               `prefill ${entry.prefill.toFixed(1)} tok/s (${entry.promptTokens}), decode ${entry.decode.toFixed(1)} tok/s ` +
-              `(${entry.generatedTokens}), peak PSS − empty ${((entry.peakPssKiB - emptyKiB) / 1024).toFixed(0)} MiB [${entry.build}]`,
+              `(${entry.generatedTokens})` +
+              (memory ? `, peak PSS − empty ${((entry.peakPssKiB - emptyKiB) / 1024).toFixed(0)} MiB` : "") +
+              ` [${entry.build}]`,
           );
         }
       }
@@ -225,7 +233,9 @@ const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : "–");
 const cells = {};
 for (const side of Object.keys(SIDES)) {
   for (const threads of THREADS) {
-    const ok = runs.filter((r) => r.side === side && r.threads === threads && !r.error);
+    const all = runs.filter((r) => r.side === side && r.threads === threads && !r.error);
+    const ok = all.filter((r) => !r.memory);
+    const mem = all.filter((r) => r.memory);
     cells[`${side}${threads}`] = ok.length
       ? {
           n: ok.length,
@@ -233,7 +243,7 @@ for (const side of Object.keys(SIDES)) {
           load: median(ok.map((r) => r.loadMs / 1e3)),
           prefill: median(ok.map((r) => r.prefill)),
           decode: median(ok.map((r) => r.decode)),
-          pss: median(ok.map((r) => mib(r.peakPssKiB))),
+          pss: mem.length ? median(mem.map((r) => mib(r.peakPssKiB))) : NaN,
           tokens: [...new Set(ok.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
         }
       : null;
@@ -260,7 +270,8 @@ const lines = [
   "warm-up decode). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
   `workers), sampled every 100 ms, minus an empty page of the same origin (${fmt(emptyKiB / 1024)} MiB); wllama's`,
   "OPFS copy lives outside the renderers and is not counted. Every run has a fresh browser context;",
-  `sides alternate; medians of ${RUNS} run(s) per cell.`,
+  `sides alternate; speeds are medians of ${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further`,
+  "run(s) sampled for it (sampling costs CPU, so timed runs are not sampled).",
   "",
   "| side | threads | build | load s | prefill tok/s | decode tok/s | peak PSS − empty MiB | tokens (prompt+new) | runs |",
   "|---|---:|---|---:|---:|---:|---:|---|---:|",
@@ -295,7 +306,7 @@ for (const r of runs) {
   lines.push(
     r.error
       ? `- ${r.side} ×${r.threads} #${r.i + 1}: error: ${r.error.split("\n")[0]}`
-      : `- ${r.side} ×${r.threads} #${r.i + 1}: ${fmt(r.loadMs / 1e3, 2)}, ${fmt(r.prefill)}, ${fmt(r.decode)}, ${fmt(mib(r.peakPssKiB), 0)}, ${r.promptTokens}+${r.generatedTokens}`,
+      : `- ${r.side} ×${r.threads} #${r.i + 1}${r.memory ? " (memory)" : ""}: ${fmt(r.loadMs / 1e3, 2)}, ${fmt(r.prefill)}, ${fmt(r.decode)}, ${r.memory ? fmt(mib(r.peakPssKiB), 0) : "–"}, ${r.promptTokens}+${r.generatedTokens}`,
   );
 }
 const short = runs.filter((r) => !r.error && r.generatedTokens < MAX_TOKENS);
