@@ -165,3 +165,36 @@ fn fast_scale_conversion_equals_half_for_every_pattern() {
         );
     }
 }
+
+/// The fast finite f32 → f16 conversion equals `half`'s on every f16 value, on both sides of
+/// every rounding boundary (midpoints between neighbouring halves, ±1 ulp), and on random values.
+#[test]
+fn fast_finite_f32_to_f16_equals_half() {
+    use kopitiam_wasm::quant::f32_to_f16_finite;
+    let check = |x: f32| {
+        if x.is_finite() && x.abs() < 65520.0 {
+            assert_eq!(
+                f32_to_f16_finite(x),
+                half::f16::from_f32(x).to_bits(),
+                "{x:e} ({:#010x})",
+                x.to_bits()
+            );
+        }
+    };
+    for h in 0..0x7C00u16 {
+        for sign in [0u16, 0x8000] {
+            let v = half::f16::from_bits(h | sign).to_f32();
+            let next = half::f16::from_bits((h + 1) | sign).to_f32();
+            let mid = (v as f64 + next as f64) / 2.0;
+            let mid = mid as f32; // exact: a midpoint of two halves fits in f32
+            for x in [v, mid, f32::from_bits(mid.to_bits() - 1), f32::from_bits(mid.to_bits() + 1)] {
+                check(x);
+            }
+        }
+    }
+    let mut rng = common::Rng::new(3);
+    for _ in 0..200_000 {
+        check(f32::from_bits(rng.next_u64() as u32));
+        check((rng.f32() - 0.5) * 20.0);
+    }
+}

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::ops::kernels::{axpy, axpy4, dot, dot4};
 use crate::ops::{gelu_tanh, rms_norm_row};
 use crate::parallel;
-use crate::quant::MatmulScratch;
+use crate::quant::{f16_to_f32, f32_to_f16_finite, MatmulScratch};
 use half::f16;
 use std::sync::{Mutex, OnceLock};
 
@@ -409,6 +409,6 @@ fn gelu_f16_table(x: f32) -> f32 {
                 .map(|h| f16::from_f32(gelu_tanh(f16::from_bits(h).to_f32())).to_bits())
                 .collect()
         });
-        f16::from_bits(table[f16::from_f32(x).to_bits() as usize]).to_f32()
+        f16_to_f32(table[f32_to_f16_finite(x) as usize])
     }
 }

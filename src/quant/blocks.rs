@@ -33,6 +33,25 @@ pub fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits | (((h & 0x8000) as u32) << 16))
 }
 
+/// f32 → f16 bits, rounding to nearest even, for finite `x` with |x| < 65520 (where the result
+/// is finite) — what `half::f16::from_f32` returns there, without its general-case branches.
+/// The model's GELU indexes a table by the f16 of every FFN activation, millions per prompt.
+/// Normal results round the mantissa with the usual add-and-shift; subnormal ones come from
+/// adding 0.5, which makes the FPU round |x| to a multiple of 2^-24 (the subnormal step).
+#[inline]
+pub fn f32_to_f16_finite(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let a = b & 0x7FFF_FFFF;
+    let h = if a < 0x3880_0000 {
+        // |x| < 2^-14: subnormal (or zero) in f16
+        ((f32::from_bits(a) + 0.5).to_bits() - 0x3F00_0000) as u16
+    } else {
+        ((a + 0x0FFF + ((a >> 13) & 1) - (112 << 23)) >> 13) as u16
+    };
+    h | sign
+}
+
 /// Dequantizes whole Q4_0 blocks: `bytes.len() / 18` blocks into `out` (32 floats each).
 pub fn dequantize_row_q4_0(bytes: &[u8], out: &mut [f32]) {
     for (block, y) in bytes

@@ -26,7 +26,8 @@ mod quantize;
 mod traits;
 
 pub use blocks::{
-    dequantize_row, dequantize_row_q4_0, dequantize_row_q8_0, f16_to_f32, QK4_0, QK8_0,
+    dequantize_row, dequantize_row_q4_0, dequantize_row_q8_0, f16_to_f32, f32_to_f16_finite, QK4_0,
+    QK8_0,
 };
 pub use kernels::{vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
 pub use kquants::{
