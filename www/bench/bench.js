@@ -4,8 +4,8 @@ export const CONFIGS = [
   { name: "scalar", pkg: "pkg-scalar", threads: 0 },
   { name: "simd128", pkg: "pkg", threads: 0 },
   { name: "relaxed-simd", pkg: "pkg-relaxed", threads: 0 },
-  { name: "simd128+threads ×1", pkg: "pkg-threads", threads: 1 },
-  { name: "simd128+threads ×2", pkg: "pkg-threads", threads: 2 },
+  { name: "relaxed+threads ×1", pkg: "pkg-relaxed-threads", threads: 1 },
+  { name: "relaxed+threads ×2", pkg: "pkg-relaxed-threads", threads: 2 },
 ];
 
 function runConfig(config, onProgress) {
