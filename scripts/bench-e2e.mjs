@@ -264,7 +264,7 @@ const lines = [
   `sides; one ${PROMPT.split(" ").length}-word prompt (${ourRuns[0].promptTokens} Gemma 3 tokens with BOS), raw completion, greedy, ${MAX_TOKENS}`,
   `new tokens. wllama is @wllama/wllama ${wllamaVersion} (\`loadModelFromUrl\` with n_threads, n_ctx 1024,`,
   "n_gpu_layers 0; `createCompletion` with temperature 0, top_k 1); its speeds are llama.cpp's own",
-  "`timings`. Ours is `createEngine` + `loadModel` + `complete` (1 thread: the single-thread relaxed-SIMD",
+  "`timings`. Ours is `createEngine` + `loadModel` + `complete` with a 1024-token context (1 thread: the single-thread relaxed-SIMD",
   "build; 2: the threaded build), speeds from `stats`. *Load* is everything before the first prompt can",
   "run (worker and wasm start-up, download, parse; wllama also copies the file to OPFS and runs a",
   "warm-up decode). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
