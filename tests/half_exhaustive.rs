@@ -187,7 +187,12 @@ fn fast_finite_f32_to_f16_equals_half() {
             let next = half::f16::from_bits((h + 1) | sign).to_f32();
             let mid = (v as f64 + next as f64) / 2.0;
             let mid = mid as f32; // exact: a midpoint of two halves fits in f32
-            for x in [v, mid, f32::from_bits(mid.to_bits() - 1), f32::from_bits(mid.to_bits() + 1)] {
+            for x in [
+                v,
+                mid,
+                f32::from_bits(mid.to_bits() - 1),
+                f32::from_bits(mid.to_bits() + 1),
+            ] {
                 check(x);
             }
         }
