@@ -82,7 +82,7 @@ test("a plain <script type=module> page with no bundler runs the engine", async 
   </script>`);
   const r = await runPage(dir, "/index.html");
   assert.deepEqual(r.tokens, hello.greedy.slice(0, 8));
-  assert.equal(r.build, "simd128+threads");
+  assert.match(r.build, /\+threads$/, "the threaded build (relaxed SIMD where Chromium has it)");
 });
 
 test("a Vite app built from the tarball runs in Chromium", async () => {
@@ -103,5 +103,5 @@ test("a Vite app built from the tarball runs in Chromium", async () => {
   execFileSync(join(repo, "node_modules/.bin/vite"), ["build", "--logLevel", "error"], { cwd: app });
   const r = await runPage(join(app, "dist"), "/index.html");
   assert.deepEqual(r.tokens, hello.greedy.slice(0, 8));
-  assert.equal(r.build, "simd128+threads");
+  assert.match(r.build, /\+threads$/, "the threaded build (relaxed SIMD where Chromium has it)");
 });

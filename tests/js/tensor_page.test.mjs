@@ -38,7 +38,7 @@ test("the demo page computes tensor ops in wasm", async () => {
     };
     const [autoBuild, autoSum] = await workerRun("auto");
     const [simdBuild, simdSum] = await workerRun("simd");
-    assert.equal(autoBuild, "simd128+threads");
+    assert.match(autoBuild, /\+threads$/);
     assert.equal(simdBuild, "simd128");
     assert.equal(autoSum, simdSum, "2 threads give the same bytes as 1");
     await page.click("#bench");
