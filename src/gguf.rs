@@ -946,8 +946,8 @@ impl<'a> Cursor<'a> {
         usize::try_from(n).map_err(|_| invalid(pos, format!("{what} {n} is too large")))
     }
 
-    /// A length-prefixed UTF-8 string.
-    fn string(&mut self, what: &str) -> Result<String> {
+    /// A length-prefixed UTF-8 string, borrowed from the file.
+    fn str(&mut self, what: &str) -> Result<&'a str> {
         let pos = self.pos;
         let len = self.u64(what)?;
         let len = usize::try_from(len)
@@ -964,7 +964,7 @@ impl<'a> Cursor<'a> {
             })?;
         let data_pos = self.pos;
         let raw = self.take(len, what)?;
-        let s = std::str::from_utf8(raw).map_err(|e| {
+        std::str::from_utf8(raw).map_err(|e| {
             invalid(
                 data_pos + e.valid_up_to(),
                 format!(
@@ -972,10 +972,15 @@ impl<'a> Cursor<'a> {
                     e.valid_up_to()
                 ),
             )
-        })?;
+        })
+    }
+
+    /// A length-prefixed UTF-8 string, copied.
+    fn string(&mut self, what: &str) -> Result<String> {
+        let s = self.str(what)?;
         let mut out = String::new();
-        out.try_reserve_exact(len)
-            .map_err(|_| Error::AllocationFailed { bytes: len })?;
+        out.try_reserve_exact(s.len())
+            .map_err(|_| Error::AllocationFailed { bytes: s.len() })?;
         out.push_str(s);
         Ok(out)
     }
@@ -1068,8 +1073,9 @@ impl<'a> Cursor<'a> {
                     ends: growing_vec(n)?,
                 };
                 for _ in 0..n {
-                    let item = self.string("array string")?;
-                    v.push(&item)?;
+                    // Straight from the file into the arena: no String per element.
+                    let item = self.str("array string")?;
+                    v.push(item)?;
                 }
                 Array::String(v)
             }

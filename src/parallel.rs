@@ -6,11 +6,10 @@
 //! Work is split so that each output element is written by exactly one thread in a fixed order,
 //! so results are bit-identical whatever the number of threads.
 //!
-//! A forward pass issues ~130 small parallel loops per token. Handing each to rayon means waking
-//! sleeping workers (a futex / `Atomics.wait` round trip of tens of µs in a browser) each time, so
-//! [`with_team`] instead occupies every pool thread for the whole pass: the extra threads spin on
-//! an atomic generation counter and pick up each loop within a microsecond, as llama.cpp's
-//! threadpool does.
+//! A forward pass issues ~70 small parallel loops per token. Handing each to rayon means waking
+//! sleeping workers (about a millisecond per call in Chromium, measured) each time, so inside
+//! [`with_team`] the calling thread leads and `threads − 1` helpers spin on an atomic generation
+//! counter, picking up each loop within a microsecond, as llama.cpp's threadpool does.
 
 /// How many threads work may be split over.
 ///
@@ -69,9 +68,10 @@ where
     }
 }
 
-/// Runs `f` with every pool thread standing by for its parallel loops (see the module docs).
+/// Runs `f` on this thread with the team's helpers standing by for its parallel loops (see the
+/// module docs).
 /// Falls back to running `f` plainly when there is one thread or another team is running.
-pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+pub fn with_team<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
     {
         team::run(f)
@@ -138,7 +138,7 @@ mod team {
         }
     }
 
-    pub(super) fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
         let helpers = rayon::current_num_threads().saturating_sub(1);
         if helpers == 0
             || active()

@@ -169,6 +169,19 @@ pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Grows `v` to at least `n` elements (new ones `T::default()`), or [`Error::AllocationFailed`].
+/// Scratch buffers call this every time and allocate only the first time a size is seen.
+pub(crate) fn try_grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
+    if v.len() < n {
+        v.try_reserve_exact(n - v.len())
+            .map_err(|_| Error::AllocationFailed {
+                bytes: n.saturating_mul(std::mem::size_of::<T>()),
+            })?;
+        v.resize(n, T::default());
+    }
+    Ok(())
+}
+
 /// An empty `Vec` with room for `n` elements, or [`Error::AllocationFailed`].
 pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();

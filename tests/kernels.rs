@@ -89,7 +89,7 @@ fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
                 "rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
             );
         }
-        // And the scalar twin is the plain per-element dot.
+        // And the layout: element (r, o) of the twin is row o's dot with activation row r.
         for o in 0..n_w {
             for r in 0..rows {
                 let want =

@@ -10,6 +10,7 @@ use crate::ops::kernels::{axpy, axpy4, dot, dot4};
 use crate::ops::{gelu_tanh, rms_norm_row};
 use crate::parallel;
 use crate::quant::{f16_to_f32, f32_to_f16_finite, MatmulScratch};
+use crate::storage::try_grow as grow;
 use half::f16;
 use std::sync::{Mutex, OnceLock};
 
@@ -31,15 +32,6 @@ pub struct Scratch {
     rope: Vec<f32>,               // [2 bases, rows, head_dim/2, (cos, sin)]
     mm: MatmulScratch,            // quantized activations and matmul buffers
     logits: Vec<f32>,             // [rows or 1, n_vocab]
-}
-
-fn grow(v: &mut Vec<f32>, n: usize) -> Result<()> {
-    if v.len() < n {
-        v.try_reserve_exact(n - v.len())
-            .map_err(|_| Error::AllocationFailed { bytes: n * 4 })?;
-        v.resize(n, 0.0);
-    }
-    Ok(())
 }
 
 impl Scratch {

@@ -39,6 +39,9 @@ impl Linear {
         mm: &mut MatmulScratch,
     ) -> Result<()> {
         let n = linears.len();
+        if outs.len() != n {
+            return Err(Error::shape("Linear::forward_many", n, outs.len()));
+        }
         let mut quant: [Option<&Tensor>; 4] = [None; 4];
         for (q, l) in quant.iter_mut().zip(linears) {
             if let Linear::Quant(t) = l {

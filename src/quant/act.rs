@@ -8,6 +8,7 @@ use super::kernels::quantize_row_q8_0;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::quant::blocks::f16_to_f32;
+use crate::storage::try_grow as grow;
 
 /// Elements per Q8_0 block.
 const QK: usize = 32;
@@ -28,17 +29,6 @@ pub struct Q8Act {
     sx8: Vec<i32>,
     /// `[blocks][rows]` the same sums, block-major (four rows' sums load at once).
     sx8_t: Vec<i32>,
-}
-
-fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
-    if v.len() < n {
-        v.try_reserve_exact(n - v.len())
-            .map_err(|_| Error::AllocationFailed {
-                bytes: n.saturating_mul(core::mem::size_of::<T>()),
-            })?;
-        v.resize(n, T::default());
-    }
-    Ok(())
 }
 
 // The tables are read by the SIMD kernels only; the scalar twin reads the Q8_0 rows.
@@ -92,10 +82,13 @@ impl Q8Act {
         self.blocks
     }
 
-    /// Row `r` as Q8_0 blocks.
+    /// Row `r` as Q8_0 blocks (empty past the last row).
     pub fn q8_row(&self, r: usize) -> &[u8] {
         let n = self.blocks * DType::Q8_0.block_bytes();
-        &self.q8[r * n..(r + 1) * n]
+        match r < self.rows {
+            true => &self.q8[r * n..(r + 1) * n],
+            false => &[],
+        }
     }
 
     pub(crate) fn q8(&self) -> &[u8] {

@@ -7,7 +7,7 @@ use super::kernels;
 use super::traits::{quant_type, FusedDot};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::storage::try_vec;
+use crate::storage::{try_grow, try_vec};
 use crate::{parallel, Shape, Tensor};
 
 impl Tensor {
@@ -22,7 +22,6 @@ impl Tensor {
     /// `weight` has no fused kernel (plain dtypes, Q4_1, Q5_1), [`Error::ShapeMismatch`] for
     /// ranks, a different `in`, or an `in` that is not a whole number of activation blocks.
     pub fn quantized_matmul(&self, weight: &Tensor) -> Result<Tensor> {
-        const OP: &str = "quantized_matmul";
         let fused = fused_kernel(weight.dtype())?;
         if self.dtype() != DType::F32 {
             return Err(Error::DTypeMismatch {
@@ -66,7 +65,7 @@ pub struct MatmulScratch {
     /// Quantized activation rows for the other formats.
     xq: Vec<u8>,
     /// Per-chunk `[rows, chunk]` blocks of a multi-row Q4_0 matmul before they are copied into place.
-    out_t: Vec<f32>,
+    blocks: Vec<f32>,
 }
 
 /// `out[r, o] = Σ x[r, :] · weight[o, :]` for a quantized `weight` `[out, in]` and contiguous f32
@@ -81,33 +80,14 @@ pub fn matmul_into(
     scratch: &mut MatmulScratch,
     out: &mut [f32],
 ) -> Result<()> {
-    const OP: &str = "quantized_matmul";
     let fused = fused_kernel(weight.dtype())?;
-    let (n_out, n_in) = match weight.dims() {
-        [o, i] => (*o, *i),
-        _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
-    };
-    let rows = x.len().checked_div(n_in).unwrap_or(0);
-    if rows * n_in != x.len() || out.len() != rows * n_out || n_in % fused.act.block_elems() != 0 {
-        return Err(Error::shape(
-            OP,
-            format!("x [rows, {n_in}] and out [rows, {n_out}]"),
-            format!("{} inputs and {} outputs", x.len(), out.len()),
-        ));
-    }
+    let (rows, n_out, n_in) = matmul_dims(x, weight, fused, out.len())?;
     if rows == 0 || n_out == 0 {
         return Ok(());
     }
     let w = weight.quantized_bytes()?;
     let w_row = weight.dtype().storage_bytes(n_in)?;
-    // Weight rows per task: 16 per thread, so the last chunk left when one thread finishes
-    // (everyone else waits for it) is short.
-    let threads = parallel::num_threads();
-    let chunk = if threads == 1 {
-        n_out
-    } else {
-        n_out.div_ceil(16 * threads).max(16)
-    };
+    let chunk = chunk_rows(n_out, n_out);
     if weight.dtype() == DType::Q4_0 {
         if rows == 1 {
             // One row straight into `out`: chunks of `out` are chunks of weight rows.
@@ -123,11 +103,7 @@ pub fn matmul_into(
     let row_bytes = fused.act.storage_bytes(n_in)?;
     let need = rows * row_bytes;
     let xq = &mut scratch.xq;
-    if xq.len() < need {
-        xq.try_reserve_exact(need - xq.len())
-            .map_err(|_| Error::AllocationFailed { bytes: need })?;
-        xq.resize(need, 0);
-    }
+    try_grow(xq, need)?;
     for (xr, qr) in x
         .chunks_exact(n_in)
         .zip(xq.chunks_exact_mut(row_bytes.max(1)))
@@ -156,26 +132,17 @@ pub fn matmul_many(
     scratch: &mut MatmulScratch,
     outs: &mut [&mut [f32]],
 ) -> Result<()> {
-    const OP: &str = "quantized_matmul";
     if weights.len() != outs.len() {
         return Err(Error::shape(OP, weights.len(), outs.len()));
     }
-    let shape = |t: &Tensor| match t.dims() {
-        [o, i] if t.dtype() == DType::Q4_0 => Some((*o, *i)),
-        _ => None,
-    };
-    let n_in = weights.first().and_then(|t| shape(t)).map(|(_, i)| i);
-    let together = weights.len() <= MAX_MANY
-        && n_in.is_some_and(|n_in| {
-            weights.iter().zip(outs.iter()).all(|(t, o)| {
-                shape(t)
-                    .is_some_and(|(n_out, i)| i == n_in && o.len() == x.len() / n_in.max(1) * n_out)
-            }) && n_in > 0
-                && n_in % 32 == 0
-                && x.len() % n_in == 0
-                && !x.is_empty()
-        });
-    if !together {
+    let mut n_in = None;
+    let mut together = weights.len() <= MAX_MANY;
+    for (w, out) in weights.iter().zip(outs.iter()) {
+        let (_, _, i) = matmul_dims(x, w, fused_kernel(w.dtype())?, out.len())?;
+        together &= w.dtype() == DType::Q4_0 && n_in.is_none_or(|n| n == i);
+        n_in = Some(i);
+    }
+    if !together || x.is_empty() {
         for (w, out) in weights.iter().zip(outs.iter_mut()) {
             matmul_into(x, w, scratch, out)?;
         }
@@ -193,7 +160,7 @@ const MAX_MANY: usize = 4;
 
 /// Q4_0 weights `ws` (bytes, rows) of width `n_in` against `x`: one prepared activation, one
 /// parallel job over every matrix's chunks of weight rows. Each chunk fills a row-major
-/// `[rows, width]` block of `out_t`; the blocks' row runs are then copied into place (no
+/// `[rows, width]` block of `blocks`; the blocks' row runs are then copied into place (no
 /// scattered writes). Shapes are checked by the callers.
 fn q4_0_many(
     x: &[f32],
@@ -204,14 +171,8 @@ fn q4_0_many(
 ) -> Result<()> {
     let rows = x.len() / n_in;
     let w_row = DType::Q4_0.storage_bytes(n_in)?;
-    let threads = parallel::num_threads();
     let total: usize = ws.iter().map(|w| w.1).sum();
-    let chunk = if threads == 1 {
-        ws.iter().map(|w| w.1).max().unwrap_or(1)
-    } else {
-        total.div_ceil(16 * threads).max(16)
-    }
-    .max(1);
+    let chunk = chunk_rows(total, ws.iter().map(|w| w.1).max().unwrap_or(1));
     // Chunk `c` belongs to the matrix `m` with first[m] <= c < first[m + 1].
     let mut first = [0usize; MAX_MANY + 1];
     for (m, w) in ws.iter().enumerate() {
@@ -224,13 +185,8 @@ fn q4_0_many(
             what: "matmul blocks",
         })?;
     scratch.act.prepare(x, n_in)?;
-    let blocks = &mut scratch.out_t;
-    if blocks.len() < len {
-        blocks
-            .try_reserve_exact(len - blocks.len())
-            .map_err(|_| Error::AllocationFailed { bytes: len * 4 })?;
-        blocks.resize(len, 0.0);
-    }
+    let blocks = &mut scratch.blocks;
+    try_grow(blocks, len)?;
     let act = &scratch.act;
     let locate = |c: usize| {
         let m = first[1..=ws.len()].iter().position(|&f| c < f).unwrap_or(0);
@@ -256,12 +212,44 @@ fn q4_0_many(
     Ok(())
 }
 
+const OP: &str = "quantized_matmul";
+
+/// `(rows, out, in)` of `x · weightᵀ` into `out_len` outputs, or a shape error: weight `[out,
+/// in]`, `x` whole rows of `in`, `in` whole activation blocks, `out_len == rows · out`.
+fn matmul_dims(
+    x: &[f32],
+    weight: &Tensor,
+    fused: FusedDot,
+    out_len: usize,
+) -> Result<(usize, usize, usize)> {
+    let (n_out, n_in) = match weight.dims() {
+        [o, i] => (*o, *i),
+        _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
+    };
+    let rows = x.len().checked_div(n_in).unwrap_or(0);
+    if rows * n_in != x.len() || out_len != rows * n_out || n_in % fused.act.block_elems() != 0 {
+        return Err(Error::shape(
+            OP,
+            format!("x [rows, {n_in}] and out [rows, {n_out}]"),
+            format!("{} inputs and {} outputs", x.len(), out_len),
+        ));
+    }
+    Ok((rows, n_out, n_in))
+}
+
+/// Weight rows per parallel task for `total` rows: all of `single` on one thread, else 16
+/// chunks per thread, so the chunk still running when the others finish (and they wait for it)
+/// is short.
+fn chunk_rows(total: usize, single: usize) -> usize {
+    match parallel::num_threads() {
+        1 => single.max(1),
+        t => total.div_ceil(16 * t).max(16),
+    }
+}
+
 /// The fused kernel for weights of `dtype`, or [`Error::UnsupportedDType`].
 fn fused_kernel(dtype: DType) -> Result<FusedDot> {
     quant_type(dtype)
         .and_then(|t| t.fused)
-        .ok_or(Error::UnsupportedDType {
-            op: "quantized_matmul",
-            dtype,
-        })
+        .ok_or(Error::UnsupportedDType { op: OP, dtype })
 }

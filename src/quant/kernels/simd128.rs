@@ -312,6 +312,25 @@ unsafe fn q4_0_row1(
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
+/// Runs `step(b, acc)` over blocks `0..nb`, block `b` into accumulator `b % 4`, and returns
+/// `(acc0 + acc1) + (acc2 + acc3)`: per lane, the canonical order of `scalar::accumulate4`.
+#[inline(always)]
+fn accumulate_blocks4(nb: usize, mut step: impl FnMut(usize, v128) -> v128) -> v128 {
+    let mut acc = [f32x4_splat(0.0); 4];
+    let mut b = 0;
+    while b + 4 <= nb {
+        acc[0] = step(b, acc[0]);
+        acc[1] = step(b + 1, acc[1]);
+        acc[2] = step(b + 2, acc[2]);
+        acc[3] = step(b + 3, acc[3]);
+        b += 4;
+    }
+    for (lane, b) in (b..nb).enumerate() {
+        acc[lane] = step(b, acc[lane]);
+    }
+    f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]))
+}
+
 /// One Q4_0 row against four prepared activation rows `r0..r0 + 4`: the weight block is unpacked
 /// once for all four, the four integer sums are transposed into one vector (lane = row), and
 /// block `b` goes into accumulator `b % 4` — the same per-element order as `q4_0_row1`.
@@ -359,19 +378,7 @@ unsafe fn q4_0_row4(
         );
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
     };
-    let mut acc = [f32x4_splat(0.0); 4];
-    let mut b = 0;
-    while b + 4 <= nb {
-        acc[0] = step(b, acc[0]);
-        acc[1] = step(b + 1, acc[1]);
-        acc[2] = step(b + 2, acc[2]);
-        acc[3] = step(b + 3, acc[3]);
-        b += 4;
-    }
-    for (lane, b) in (b..nb).enumerate() {
-        acc[lane] = step(b, acc[lane]);
-    }
-    let sum = f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]));
+    let sum = accumulate_blocks4(nb, step);
     *out = f32x4_extract_lane::<0>(sum);
     *out.add(stride) = f32x4_extract_lane::<1>(sum);
     *out.add(2 * stride) = f32x4_extract_lane::<2>(sum);
@@ -419,18 +426,7 @@ unsafe fn q4_0_w4(
         );
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
     };
-    let mut acc = [f32x4_splat(0.0); 4];
-    let mut b = 0;
-    while b + 4 <= nb {
-        acc[0] = step(b, acc[0]);
-        acc[1] = step(b + 1, acc[1]);
-        acc[2] = step(b + 2, acc[2]);
-        acc[3] = step(b + 3, acc[3]);
-        b += 4;
-    }
-    for (lane, b) in (b..nb).enumerate() {
-        acc[lane] = step(b, acc[lane]);
-    }
+    let sum = accumulate_blocks4(nb, &mut step);
     if v128_any_true(special) {
         // An inf/NaN scale (a broken file): let the scalar twin define these four results.
         for k in 0..4 {
@@ -441,7 +437,6 @@ unsafe fn q4_0_w4(
         }
         return;
     }
-    let sum = f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]));
     v128_store(out as *mut v128, sum);
 }
 
@@ -459,7 +454,9 @@ pub(crate) fn gemm_q4_0_with(
         return;
     }
     let w_row = nb * Q4_BYTES;
-    let n_w = (out.len() / rows).min(w.len() / w_row);
+    // `out` is `[rows, stride]`; only the weight rows `w` holds are computed (as the twin does).
+    let stride = out.len() / rows;
+    let n_w = stride.min(w.len() / w_row);
     assert!(act.dx_t().len() >= rows * nb && act.sx8_t().len() >= rows * nb);
     let tiles = rows / 4 * 4;
     let mut dw = Vec::new();
@@ -487,8 +484,8 @@ pub(crate) fn gemm_q4_0_with(
                     nb,
                     act,
                     r,
-                    y.add(r * n_w),
-                    n_w,
+                    y.add(r * stride),
+                    stride,
                     dw.as_ptr(),
                 );
                 r += 4;
@@ -505,7 +502,7 @@ pub(crate) fn gemm_q4_0_with(
             act.dx()[r * nb..].as_ptr(),
             act.sx8()[r * nb..].as_ptr(),
         );
-        let y = &mut out[r * n_w..(r + 1) * n_w];
+        let y = &mut out[r * stride..r * stride + n_w];
         let mut o = 0;
         // SAFETY: weight rows `o..o + 4 <= n_w` lie inside `w`, `y` holds `n_w` floats, and the
         // activation row's tables hold `nb` blocks (asserted above).
