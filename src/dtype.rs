@@ -160,9 +160,7 @@ impl DType {
         }
         (numel / be)
             .checked_mul(self.block_bytes())
-            .ok_or(Error::SizeOverflow {
-                what: "storage size",
-            })
+            .ok_or_else(|| Error::overflow("storage bytes", &[numel / be, self.block_bytes()]))
     }
 
     /// Parses a table name (`"f32"`, `"q4_0"`, …), case-insensitively.

@@ -7,7 +7,7 @@
 use crate::{DType, Shape};
 
 /// Everything that can go wrong in kopitiam-wasm.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 #[non_exhaustive]
 pub enum Error {
     /// Two shapes that must agree do not (reshape sizes, matmul inner dimensions, op ranks,
@@ -95,13 +95,15 @@ pub enum Error {
         size: usize,
     },
 
-    /// A size computation overflowed `usize`.
-    #[error("{what}: size overflows the address space")]
-    SizeOverflow { what: &'static str },
+    /// A size computation does not fit `usize` (4 GiB on wasm32). `size` is the real figure,
+    /// computed in f64 so that it can be reported even though it cannot be represented.
+    #[error("{what}: {size} does not fit the address space")]
+    SizeOverflow { what: &'static str, size: f64 },
 
     /// The allocator refused a buffer (in wasm: the 4 GiB memory limit or the browser's cap).
+    /// `u64`, so a request above 4 GiB reports its real size.
     #[error("could not allocate {bytes} bytes")]
-    AllocationFailed { bytes: usize },
+    AllocationFailed { bytes: u64 },
 
     /// An argument that is neither a shape nor a dtype is invalid (e.g. an empty `concat` list).
     #[error("{op}: {reason}")]
@@ -127,25 +129,25 @@ pub enum Error {
 impl Error {
     /// Stable machine-readable name of the variant; JavaScript sees it as `err.code`.
     pub fn code(&self) -> &'static str {
-        match self {
-            Error::ShapeMismatch { .. } => "ShapeMismatch",
-            Error::NotBroadcastable { .. } => "NotBroadcastable",
-            Error::DTypeMismatch { .. } => "DTypeMismatch",
-            Error::UnsupportedDType { .. } => "UnsupportedDType",
-            Error::QuantizedElementAccess { .. } => "QuantizedElementAccess",
-            Error::PartialQuantizedBlock { .. } => "PartialQuantizedBlock",
-            Error::StorageTooSmall { .. } => "StorageTooSmall",
-            Error::LengthMismatch { .. } => "LengthMismatch",
-            Error::AxisOutOfRange { .. } => "AxisOutOfRange",
-            Error::NarrowOutOfRange { .. } => "NarrowOutOfRange",
-            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
-            Error::SizeOverflow { .. } => "SizeOverflow",
-            Error::AllocationFailed { .. } => "AllocationFailed",
-            Error::InvalidArgument { .. } => "InvalidArgument",
-            Error::InvalidGguf { .. } => "InvalidGguf",
-            Error::MissingMetadata { .. } => "MissingMetadata",
-            Error::UnsupportedModel { .. } => "UnsupportedModel",
-            Error::ContextFull { .. } => "ContextFull",
+        self.into()
+    }
+
+    /// Every code [`Error::code`] can return, in declaration order (the README and the
+    /// TypeScript union are checked against this list).
+    pub const CODES: &'static [&'static str] = <Error as strum::VariantNames>::VARIANTS;
+
+    /// [`Error::SizeOverflow`] for a product of `factors` that does not fit `usize`.
+    pub(crate) fn overflow(what: &'static str, factors: &[usize]) -> Self {
+        Error::SizeOverflow {
+            what,
+            size: factors.iter().map(|&f| f as f64).product(),
+        }
+    }
+
+    /// [`Error::AllocationFailed`] for `n` elements of `T`, with the byte count in `u64`.
+    pub(crate) fn alloc<T>(n: usize) -> Self {
+        Error::AllocationFailed {
+            bytes: (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
         }
     }
 

@@ -99,7 +99,7 @@ impl StrArray {
         self.bytes
             .try_reserve(s.len())
             .map_err(|_| Error::AllocationFailed {
-                bytes: self.bytes.len().saturating_add(s.len()),
+                bytes: self.bytes.len() as u64 + s.len() as u64,
             })?;
         self.bytes.push_str(s);
         try_push(&mut self.ends, self.bytes.len())
@@ -466,10 +466,7 @@ fn is_valid_alignment(a: usize) -> bool {
 /// `Vec::with_capacity` that reports [`Error::AllocationFailed`] instead of aborting.
 fn try_vec<T>(n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| Error::AllocationFailed {
-            bytes: n.saturating_mul(std::mem::size_of::<T>()),
-        })?;
+    v.try_reserve_exact(n).map_err(|_| Error::alloc::<T>(n))?;
     Ok(v)
 }
 
@@ -486,12 +483,8 @@ fn growing_vec<T>(n: usize) -> Result<Vec<T>> {
 /// `v.push(x)`, reporting [`Error::AllocationFailed`] instead of aborting when growth fails.
 fn try_push<T>(v: &mut Vec<T>, x: T) -> Result<()> {
     if v.len() == v.capacity() {
-        v.try_reserve(1).map_err(|_| Error::AllocationFailed {
-            bytes: v
-                .capacity()
-                .saturating_mul(2)
-                .saturating_mul(std::mem::size_of::<T>()),
-        })?;
+        v.try_reserve(1)
+            .map_err(|_| Error::alloc::<T>(v.capacity().saturating_mul(2)))?;
     }
     v.push(x);
     Ok(())
@@ -980,7 +973,7 @@ impl<'a> Cursor<'a> {
         let s = self.str(what)?;
         let mut out = String::new();
         out.try_reserve_exact(s.len())
-            .map_err(|_| Error::AllocationFailed { bytes: s.len() })?;
+            .map_err(|_| Error::alloc::<u8>(s.len()))?;
         out.push_str(s);
         Ok(out)
     }
@@ -1251,9 +1244,8 @@ impl GgufWriter {
             )));
         }
         let shape_ = Shape::new(shape.to_vec());
-        let numel = dims_numel(shape, dtype).ok_or(Error::SizeOverflow {
-            what: "gguf tensor size",
-        })?;
+        let numel =
+            dims_numel(shape, dtype).ok_or_else(|| Error::overflow("gguf tensor size", shape))?;
         let last = shape.last().copied().unwrap_or(1);
         if last % dtype.block_elems() != 0 {
             return Err(Error::PartialQuantizedBlock {
@@ -1339,13 +1331,10 @@ impl GgufWriter {
             put_usize(&mut out, offset)?;
             offset = pad_to(t.data.len(), align)
                 .and_then(|p| offset.checked_add(p))
-                .ok_or(Error::SizeOverflow {
-                    what: "gguf data section",
-                })?;
+                .ok_or_else(|| Error::overflow("gguf data section", &[offset, t.data.len()]))?;
         }
-        let data_offset = pad_to(out.len(), align).ok_or(Error::SizeOverflow {
-            what: "gguf header",
-        })?;
+        let data_offset =
+            pad_to(out.len(), align).ok_or_else(|| Error::overflow("gguf header", &[out.len()]))?;
         out.resize(data_offset, 0);
         Ok(out)
     }
@@ -1359,15 +1348,15 @@ impl GgufWriter {
             .try_fold(header.len(), |acc, t| {
                 pad_to(t.data.len(), self.alignment).and_then(|p| acc.checked_add(p))
             })
-            .ok_or(Error::SizeOverflow { what: "gguf file" })?;
+            .ok_or_else(|| Error::overflow("gguf file", &[header.len()]))?;
         let mut out = Vec::new();
         out.try_reserve_exact(total)
-            .map_err(|_| Error::AllocationFailed { bytes: total })?;
+            .map_err(|_| Error::alloc::<u8>(total))?;
         out.extend_from_slice(&header);
         for t in &self.tensors {
             out.extend_from_slice(&t.data);
             let padded = pad_to(out.len(), self.alignment)
-                .ok_or(Error::SizeOverflow { what: "gguf file" })?;
+                .ok_or_else(|| Error::overflow("gguf file", &[out.len()]))?;
             out.resize(padded, 0);
         }
         Ok(out)
@@ -1383,7 +1372,7 @@ impl GgufWriter {
         for t in &self.tensors {
             w.write_all(&t.data).map_err(io)?;
             let mut pad = pad_to(t.data.len(), self.alignment)
-                .ok_or(Error::SizeOverflow { what: "gguf file" })?
+                .ok_or_else(|| Error::overflow("gguf file", &[t.data.len()]))?
                 - t.data.len();
             while pad > 0 {
                 let n = pad.min(ZEROS.len());

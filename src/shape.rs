@@ -42,13 +42,14 @@ impl Shape {
         self.0.iter().fold(1usize, |a, &d| a.saturating_mul(d))
     }
 
-    /// Number of elements, or [`Error::SizeOverflow`] when the product overflows `usize`.
+    /// Number of elements, or [`Error::SizeOverflow`] when the product of the non-zero
+    /// dimensions overflows `usize`. Zeros are skipped so that `[0, 2^40, 2^40]` is rejected
+    /// too: then every partial product of an accepted shape's dimensions (row lengths, outer
+    /// counts, strides) fits `usize`, and ops may multiply them freely.
     pub fn checked_elem_count(&self) -> Result<usize> {
-        self.0.iter().try_fold(1usize, |a, &d| {
-            a.checked_mul(d).ok_or(Error::SizeOverflow {
-                what: "element count",
-            })
-        })
+        let nonzero: Vec<usize> = self.0.iter().map(|&d| d.max(1)).collect();
+        let n = checked_product("element count", &nonzero)?;
+        Ok(if self.0.contains(&0) { 0 } else { n })
     }
 
     /// Row-major (C order) strides in elements: the last axis has stride 1.
@@ -111,6 +112,14 @@ impl Shape {
         }
         Ok(out)
     }
+}
+
+/// The product of `factors`, or [`Error::SizeOverflow`] naming `what`.
+pub(crate) fn checked_product(what: &'static str, factors: &[usize]) -> Result<usize> {
+    factors
+        .iter()
+        .try_fold(1usize, |a, &f| a.checked_mul(f))
+        .ok_or_else(|| Error::overflow(what, factors))
 }
 
 fn dim_from_right(dims: &[usize], k: usize) -> usize {

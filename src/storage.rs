@@ -157,14 +157,17 @@ pub(crate) fn check_len(
     }
 }
 
-/// A `Vec` of `n` copies of `fill`, or [`Error::AllocationFailed`] instead of an abort when the
-/// allocator says no (sizes here can come from files and from JavaScript callers).
-pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
-    let mut v = Vec::new();
+/// Room for `n` more elements in `v`, or [`Error::AllocationFailed`] instead of an abort when
+/// the allocator says no (sizes here can come from files and from JavaScript callers). Every
+/// fallible allocation below goes through this.
+pub(crate) fn try_reserve<T>(v: &mut Vec<T>, n: usize) -> Result<()> {
     v.try_reserve_exact(n)
-        .map_err(|_| Error::AllocationFailed {
-            bytes: n.saturating_mul(std::mem::size_of::<T>()),
-        })?;
+        .map_err(|_| Error::alloc::<T>(v.len().saturating_add(n)))
+}
+
+/// A `Vec` of `n` copies of `fill`, or [`Error::AllocationFailed`].
+pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(n)?;
     v.resize(n, fill);
     Ok(v)
 }
@@ -173,10 +176,7 @@ pub(crate) fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
 /// Scratch buffers call this every time and allocate only the first time a size is seen.
 pub(crate) fn try_grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
     if v.len() < n {
-        v.try_reserve_exact(n - v.len())
-            .map_err(|_| Error::AllocationFailed {
-                bytes: n.saturating_mul(std::mem::size_of::<T>()),
-            })?;
+        try_reserve(v, n - v.len())?;
         v.resize(n, T::default());
     }
     Ok(())
@@ -185,10 +185,23 @@ pub(crate) fn try_grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<(
 /// An empty `Vec` with room for `n` elements, or [`Error::AllocationFailed`].
 pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| Error::AllocationFailed {
-            bytes: n.saturating_mul(std::mem::size_of::<T>()),
-        })?;
+    try_reserve(&mut v, n)?;
+    Ok(v)
+}
+
+/// `v` replaced by a copy of `s`, reusing its buffer, or [`Error::AllocationFailed`].
+pub(crate) fn try_refill<T: Clone>(v: &mut Vec<T>, s: &[T]) -> Result<()> {
+    v.clear();
+    try_reserve(v, s.len())?;
+    v.extend_from_slice(s);
+    Ok(())
+}
+
+/// A copy of `s` in a new `Vec`, or [`Error::AllocationFailed`]: `to_vec()` for buffers whose
+/// size came from a file or from JavaScript (tensor data, logits, weight bytes).
+pub(crate) fn try_copy<T: Clone>(s: &[T]) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    try_refill(&mut v, s)?;
     Ok(v)
 }
 

@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
-use crate::storage::{check_len, try_vec, Bytes, Element, Storage};
+use crate::storage::{check_len, try_copy, try_vec, Bytes, Element, Storage};
 use crate::strided;
 use half::{bf16, f16};
 use std::fmt;
@@ -324,13 +324,15 @@ impl Tensor {
         }
         let mut dims = self.dims().to_vec();
         dims[dim] = len;
-        // An empty view keeps the old offset so it never points past the storage.
-        let offset = if len == 0 {
+        let shape = Shape::from(dims);
+        // An empty view (`len == 0`, or another dimension is 0) keeps the old offset so it never
+        // points past the storage: `[0, 5]` narrowed to columns `2..5` holds no element at 2.
+        let offset = if shape.elem_count() == 0 {
             self.offset
         } else {
             self.offset + start * self.strides[dim]
         };
-        Ok(self.view(dims.into(), self.strides.clone(), offset))
+        Ok(self.view(shape, self.strides.clone(), offset))
     }
 
     /// A read-only view at `shape` (NumPy rules); stretched axes get stride 0. Zero-copy.
@@ -388,9 +390,7 @@ impl Tensor {
     pub(crate) fn gather<T: Copy + Send + Sync + Default>(&self, data: &[T]) -> Result<Vec<T>> {
         let n = self.elem_count();
         if self.is_contiguous() {
-            let mut out = crate::storage::try_with_capacity(n)?;
-            out.extend_from_slice(&data[self.offset..self.offset + n]);
-            return Ok(out);
+            return try_copy(&data[self.offset..self.offset + n]);
         }
         let mut out = try_vec(n, T::default())?;
         strided::copy_strided(data, self.offset, self.dims(), &self.strides, &mut out);

@@ -47,7 +47,7 @@ impl ModelLoader {
         if let Some(n) = total_bytes.filter(|n| *n > 0.0) {
             let n = n as usize;
             buf.try_reserve_exact(n)
-                .map_err(|_| JsValue::from(Error::AllocationFailed { bytes: n }))?;
+                .map_err(|_| JsValue::from(Error::alloc::<u8>(n)))?;
         }
         Ok(ModelLoader { buf })
     }
@@ -56,7 +56,7 @@ impl ModelLoader {
     pub fn push(&mut self, chunk: &[u8]) -> JsResult<()> {
         self.buf.try_reserve(chunk.len()).map_err(|_| {
             JsValue::from(Error::AllocationFailed {
-                bytes: self.buf.len() + chunk.len(),
+                bytes: self.buf.len() as u64 + chunk.len() as u64,
             })
         })?;
         self.buf.extend_from_slice(chunk);

@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
+use crate::shape::checked_product;
 
 /// The architectures this crate runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,11 +126,23 @@ impl Config {
         Ok(cfg)
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Errors unless the forward pass can run this config: no zero or odd sizes, heads that
+    /// group, and head products that fit `usize` (on wasm32 `n_head · head_dim` from a file can
+    /// wrap to a small number that matches a real weight). [`Config::from_gguf`] calls it; the
+    /// forward pass does too, since the fields are public.
+    pub fn validate(&self) -> Result<()> {
         let bad = |reason: String| Err(Error::UnsupportedModel { reason });
-        if self.n_embd == 0 || self.n_layer == 0 || self.n_head == 0 || self.head_dim == 0 {
+        if self.n_embd == 0
+            || self.n_layer == 0
+            || self.n_head == 0
+            || self.head_dim == 0
+            || self.swa_period == 0
+            || self.sliding_window == Some(0)
+        {
             return bad(format!("degenerate dimensions {self:?}"));
         }
+        checked_product("query heads × head size", &[self.n_head, self.head_dim])?;
+        checked_product("KV heads × head size", &[self.n_head_kv, self.head_dim])?;
         if self.n_head_kv == 0 || self.n_head % self.n_head_kv != 0 {
             return bad(format!(
                 "{} query heads cannot share {} KV heads",
@@ -147,11 +160,13 @@ impl Config {
         self.sliding_window.is_some() && il % self.swa_period != self.swa_period - 1
     }
 
+    /// `n_head · head_dim` (exact once [`Config::validate`] passed; saturating otherwise).
     pub fn q_dim(&self) -> usize {
-        self.n_head * self.head_dim
+        self.n_head.saturating_mul(self.head_dim)
     }
 
+    /// `n_head_kv · head_dim` (exact once [`Config::validate`] passed; saturating otherwise).
     pub fn kv_dim(&self) -> usize {
-        self.n_head_kv * self.head_dim
+        self.n_head_kv.saturating_mul(self.head_dim)
     }
 }

@@ -19,9 +19,9 @@ impl KvCache {
     pub fn new(n_layer: usize, capacity: usize, kv_dim: usize) -> Result<KvCache> {
         let n = capacity
             .checked_mul(kv_dim)
-            .ok_or(Error::SizeOverflow { what: "KV cache" })?;
-        let mut k = Vec::with_capacity(n_layer);
-        let mut v = Vec::with_capacity(n_layer);
+            .ok_or_else(|| Error::overflow("KV cache", &[capacity, kv_dim]))?;
+        let mut k = try_with_capacity(n_layer)?;
+        let mut v = try_with_capacity(n_layer)?;
         for _ in 0..n_layer {
             // Reserved, not filled: the allocator takes fresh pages for a block this size and
             // nothing writes them until a position is stored, so they stay unresident.
@@ -39,6 +39,16 @@ impl KvCache {
     /// Positions the cache can hold.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Layers the cache holds.
+    pub fn n_layer(&self) -> usize {
+        self.k.len()
+    }
+
+    /// Floats per position and layer (`n_head_kv · head_dim`).
+    pub fn kv_dim(&self) -> usize {
+        self.kv_dim
     }
 
     /// Stores rows `k`, `v` (`n × kv_dim` each) at positions `pos..pos + n` of layer `il`.

@@ -19,6 +19,7 @@ pub use transformer::Logits;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Array, GgufFile, StrArray, Value};
+use crate::storage::{try_copy, try_vec};
 use kv_cache::KvCache;
 use tokenizer::{Tokenizer, TokenizerConfig};
 use transformer::Scratch;
@@ -87,11 +88,11 @@ impl Model {
 
     /// Total number of weights (elements of every tensor in the file).
     pub fn parameter_count(&self) -> u64 {
+        // Saturating: tensors may share data, so the sum is not bounded by the file size.
         self.gguf
             .tensors
             .iter()
-            .map(|t| t.dims.iter().product::<usize>() as u64)
-            .sum()
+            .fold(0u64, |a, t| a.saturating_add(t.numel() as u64))
     }
 
     /// A session with a KV cache for `context` positions (at most the trained context length).
@@ -154,13 +155,12 @@ impl Session {
 /// The SPM tokenizer described by a GGUF file's `tokenizer.ggml.*` keys.
 pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
     let tokens = g.get_str_array("tokenizer.ggml.tokens")?.clone();
-    let scores = g
-        .get_f32_array("tokenizer.ggml.scores")
-        .map(<[f32]>::to_vec);
+    let scores = g.get_f32_array("tokenizer.ggml.scores").ok().map(try_copy);
     let types = g
         .get_i32_array("tokenizer.ggml.token_type")
-        .map(<[i32]>::to_vec);
-    build_tokenizer(g, tokens, scores.ok(), types.ok())
+        .ok()
+        .map(try_copy);
+    build_tokenizer(g, tokens, scores.transpose()?, types.transpose()?)
 }
 
 /// [`tokenizer_from_gguf`] that moves the vocabulary arrays out of `g`'s metadata instead of
@@ -203,8 +203,8 @@ fn build_tokenizer(
             reason: format!("tokenizer {model:?} (supported: llama/SentencePiece)"),
         });
     }
-    let scores = scores.unwrap_or_else(|| vec![0.0; tokens.len()]);
-    let types = types.unwrap_or_else(|| vec![1; tokens.len()]);
+    let scores = scores.map_or_else(|| try_vec(tokens.len(), 0.0), Ok)?;
+    let types = types.map_or_else(|| try_vec(tokens.len(), 1), Ok)?;
     let id = |k: &str| g.get_u32(k).ok();
     let flag = |k: &str, default: bool| g.get_bool(k).unwrap_or(default);
     let config = TokenizerConfig {

@@ -14,6 +14,7 @@
 
 use std::cmp::Ordering;
 
+use crate::storage::{try_refill, try_reserve, try_with_capacity};
 use crate::{Error, Result};
 
 /// Sampling parameters. The filters are off at their neutral values: `top_k = 0`,
@@ -182,12 +183,12 @@ impl Sampler {
             return greedy(src).ok_or_else(|| invalid("every logit is NaN".into()));
         }
         filter(&self.config, src, &mut self.cand)?;
-        Ok(draw(
+        draw(
             &mut self.rng,
             &mut self.weights,
             &self.cand,
             self.config.temperature,
-        ))
+        )
     }
 
     /// The candidate set `sample` would draw from, as `(id, penalized logit)` pairs in no
@@ -199,7 +200,9 @@ impl Sampler {
         let penalized = self.prepare(logits, history)?;
         let src: &[f32] = if penalized { &self.work } else { logits };
         filter(&self.config, src, &mut self.cand)?;
-        Ok(self.cand.iter().map(|c| (c.id, c.logit)).collect())
+        let mut out = try_with_capacity(self.cand.len())?;
+        out.extend(self.cand.iter().map(|c| (c.id, c.logit)));
+        Ok(out)
     }
 
     /// Validates the configuration and the logits. When the repetition penalty applies, fills
@@ -239,6 +242,7 @@ impl Sampler {
         }
         let recent = &history[history.len().saturating_sub(c.repeat_last_n)..];
         self.seen.clear();
+        try_reserve(&mut self.seen, recent.len())?;
         self.seen.extend(
             recent
                 .iter()
@@ -250,8 +254,7 @@ impl Sampler {
         }
         self.seen.sort_unstable();
         self.seen.dedup();
-        self.work.clear();
-        self.work.extend_from_slice(logits);
+        try_refill(&mut self.work, logits)?;
         for &id in &self.seen {
             let l = &mut self.work[id as usize];
             if *l <= 0.0 {
@@ -273,6 +276,7 @@ fn filter(c: &SamplerConfig, logits: &[f32], cand: &mut Vec<Cand>) -> Result<()>
         // the best k, and the k-th logit becomes a bar later entries must beat. Entries come in
         // ascending id order, so one equal to the bar ranks below the k-th and can be skipped.
         let cap = (2 * k).max(SMALL);
+        try_reserve(cand, cap.min(logits.len()))?;
         let mut bar: Option<f32> = None;
         for (i, &l) in logits.iter().enumerate() {
             if l.is_nan() || bar.is_some_and(|b| l <= b) {
@@ -290,6 +294,7 @@ fn filter(c: &SamplerConfig, logits: &[f32], cand: &mut Vec<Cand>) -> Result<()>
             cand.truncate(k);
         }
     } else {
+        try_reserve(cand, logits.len())?;
         cand.extend(
             logits
                 .iter()
@@ -422,10 +427,16 @@ fn max_logit(cand: &[Cand]) -> f32 {
 }
 
 /// Temperature, softmax and the draw over the non-empty `cand`.
-fn draw(rng: &mut Xoshiro256, weights: &mut Vec<f32>, cand: &[Cand], temperature: f32) -> u32 {
+fn draw(
+    rng: &mut Xoshiro256,
+    weights: &mut Vec<f32>,
+    cand: &[Cand],
+    temperature: f32,
+) -> Result<u32> {
     let max = max_logit(cand);
     let inv_t = 1.0 / temperature;
     weights.clear();
+    try_reserve(weights, cand.len())?;
     if max.is_finite() {
         weights.extend(cand.iter().map(|c| {
             let w = ((c.logit - max) * inv_t).exp();
@@ -449,11 +460,11 @@ fn draw(rng: &mut Xoshiro256, weights: &mut Vec<f32>, cand: &[Cand], temperature
         acc += w as f64;
         last = i;
         if target < acc {
-            return cand[i].id;
+            return Ok(cand[i].id);
         }
     }
     // Rounding left the target at the very top: the last candidate with weight.
-    cand[last].id
+    Ok(cand[last].id)
 }
 
 /// The index of the first maximum of `logits` (ties → lowest id); NaN never wins. `None` for

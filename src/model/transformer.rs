@@ -10,14 +10,15 @@ use crate::ops::kernels::{axpy, axpy4, dot, dot4};
 use crate::ops::{gelu_tanh, rms_norm_row};
 use crate::parallel;
 use crate::quant::{f16_to_f32, f32_to_f16_finite, MatmulScratch};
+use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
 use half::f16;
 use std::sync::{Mutex, OnceLock};
 
-/// Working buffers for up to `rows` tokens at once; they grow (once) for a longer prompt.
+/// Working buffers for a batch of `rows` tokens; they grow (once) for a longer prompt or a
+/// larger model, and are never shrunk.
 #[derive(Default)]
 pub struct Scratch {
-    rows: usize,
     x: Vec<f32>,                  // [rows, n_embd]  residual stream
     xb: Vec<f32>,                 // [rows, n_embd]  normed input of a sub-block
     q: Vec<f32>,                  // [rows, q_dim]
@@ -42,35 +43,36 @@ impl Scratch {
         logit_rows: usize,
         context: usize,
     ) -> Result<()> {
-        if rows > self.rows {
-            let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
-            for (v, w) in [
-                (&mut self.x, d),
-                (&mut self.xb, d),
-                (&mut self.q, qd),
-                (&mut self.k, kvd),
-                (&mut self.v, kvd),
-                (&mut self.att, qd),
-                (&mut self.proj, d),
-                (&mut self.gate, ff),
-                (&mut self.up, ff),
-            ] {
-                grow(v, rows * w)?;
-            }
-            self.rows = rows;
+        // Every buffer is checked on every call (a length comparison each): the scratch may
+        // have served another model, and `rows · n_ff` or `rows · n_vocab` may not fit.
+        let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
+        for (v, w) in [
+            (&mut self.x, d),
+            (&mut self.xb, d),
+            (&mut self.q, qd),
+            (&mut self.k, kvd),
+            (&mut self.v, kvd),
+            (&mut self.att, qd),
+            (&mut self.proj, d),
+            (&mut self.gate, ff),
+            (&mut self.up, ff),
+        ] {
+            grow(v, checked_product("forward scratch", &[rows, w])?)?;
         }
         grow(&mut self.head, cfg.head_dim)?;
-        grow(&mut self.rope, 2 * rows.max(self.rows) * cfg.head_dim)?;
+        grow(
+            &mut self.rope,
+            checked_product("RoPE table", &[2, rows, cfg.head_dim])?,
+        )?;
         let slots = parallel::num_threads() + 1;
         self.scores
             .resize_with(slots.max(self.scores.len()), Default::default);
+        let scores = checked_product("attention scores", &[4, context])?;
         for slot in &mut self.scores {
-            grow(
-                slot.get_mut().unwrap_or_else(|e| e.into_inner()),
-                4 * context,
-            )?;
+            grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
         }
-        grow(&mut self.logits, logit_rows * cfg.n_vocab)?;
+        let logits = checked_product("logits", &[logit_rows, cfg.n_vocab])?;
+        grow(&mut self.logits, logits)?;
         Ok(())
     }
 }
@@ -126,10 +128,12 @@ pub fn forward<'s>(
     pos0: usize,
     which: Logits,
 ) -> Result<&'s [f32]> {
+    check_parts(cfg, w, cache)?;
     let n = tokens.len();
-    let end = pos0
-        .checked_add(n)
-        .ok_or(Error::SizeOverflow { what: "position" })?;
+    let end = pos0.checked_add(n).ok_or(Error::SizeOverflow {
+        what: "position",
+        size: pos0 as f64 + n as f64,
+    })?;
     if end > cache.capacity() {
         return Err(Error::ContextFull {
             needed: end,
@@ -295,6 +299,26 @@ pub fn forward<'s>(
         &mut s.mm,
     )?;
     Ok(&s.logits[..logit_rows * v])
+}
+
+/// Errors unless `cfg`, `w` and `cache` describe one model: the pass slices by `cfg`'s sizes,
+/// and all three are public (a [`super::Session`] always passes matching ones).
+fn check_parts(cfg: &Config, w: &Weights, cache: &KvCache) -> Result<()> {
+    cfg.validate()?;
+    let (n_layer, kv_dim) = (cfg.n_layer, cfg.kv_dim());
+    if w.layers.len() != n_layer || cache.n_layer() != n_layer || cache.kv_dim() != kv_dim {
+        return Err(Error::shape(
+            "forward",
+            format!("weights and a KV cache of {n_layer} layers of {kv_dim}"),
+            format!(
+                "{} weight layers and a cache of {} layers of {}",
+                w.layers.len(),
+                cache.n_layer(),
+                cache.kv_dim()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.

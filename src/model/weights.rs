@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, matmul_into, quant_type, MatmulScratch};
 use crate::storage::Bytes;
-use crate::{DType, Tensor};
+use crate::{DType, Shape, Tensor};
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
@@ -24,9 +24,18 @@ pub enum Linear {
 
 impl Linear {
     pub fn out_features(&self) -> usize {
+        self.dims().0
+    }
+
+    /// `(out, in)`; `(0, 0)` for a `Quant` tensor that is not a matrix (the variants are public,
+    /// so nothing guarantees one).
+    fn dims(&self) -> (usize, usize) {
         match self {
-            Linear::Quant(t) => t.dims()[0],
-            Linear::Dense { out, .. } => *out,
+            Linear::Quant(t) => match *t.dims() {
+                [o, i] => (o, i),
+                _ => (0, 0),
+            },
+            Linear::Dense { out, inp, .. } => (*out, *inp),
         }
     }
 
@@ -68,8 +77,8 @@ impl Linear {
                 let rows = x.len().checked_div(*inp).unwrap_or(0);
                 if *inp == 0
                     || rows * inp != x.len()
-                    || out.len() != rows * n_out
-                    || w.len() != n_out * inp
+                    || rows.checked_mul(*n_out) != Some(out.len())
+                    || n_out.checked_mul(*inp) != Some(w.len())
                 {
                     return Err(Error::shape(
                         "Linear::forward",
@@ -94,10 +103,7 @@ impl Linear {
 
     /// Row `r` of the weight as f32 (embedding lookup through a tied LM head).
     pub fn row(&self, r: usize, out: &mut [f32]) -> Result<()> {
-        let (rows, cols) = match self {
-            Linear::Quant(w) => (w.dims()[0], w.dims()[1]),
-            Linear::Dense { out, inp, .. } => (*out, *inp),
-        };
+        let (rows, cols) = self.dims();
         if r >= rows {
             return Err(Error::IndexOutOfRange {
                 op: "Linear::row",
@@ -115,6 +121,13 @@ impl Linear {
                 quant::dequantize_row(w.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], out)
             }
             Linear::Dense { w, .. } => {
+                if rows.checked_mul(cols) != Some(w.len()) {
+                    return Err(Error::shape(
+                        "Linear::row",
+                        format!("{rows}×{cols} weights"),
+                        w.len(),
+                    ));
+                }
                 out.copy_from_slice(&w[r * cols..(r + 1) * cols]);
                 Ok(())
             }
@@ -156,7 +169,8 @@ impl Weights {
         let l = Loader { g, file };
         let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
         let gemma = cfg.arch == Arch::Gemma3;
-        let mut layers = Vec::with_capacity(cfg.n_layer);
+        // `block_count` comes from the file: every layer needs tensors, so the table bounds it.
+        let mut layers = Vec::with_capacity(cfg.n_layer.min(g.tensors.len()));
         for il in 0..cfg.n_layer {
             let n = |s: &str| format!("blk.{il}.{s}.weight");
             let opt_vec = |s: &str, len| -> Result<Option<Vec<f32>>> {
@@ -195,6 +209,22 @@ impl Weights {
     }
 }
 
+/// Little-endian f16 or bf16 `bytes` (two per element of `out`) into `out`, through a stack
+/// tile so that `half`'s bulk conversion runs without a copy of the whole tensor.
+fn decode_half<H: Copy + Default>(bytes: &[u8], out: &mut [f32], from_le: fn([u8; 2]) -> H)
+where
+    [H]: HalfFloatSliceExt,
+{
+    let mut tile = [H::default(); 1024];
+    for (src, dst) in bytes.chunks(2 * tile.len()).zip(out.chunks_mut(tile.len())) {
+        let t = &mut tile[..dst.len()];
+        for (h, c) in t.iter_mut().zip(src.chunks_exact(2)) {
+            *h = from_le([c[0], c[1]]);
+        }
+        t.convert_to_f32_slice(dst);
+    }
+}
+
 struct Loader<'a> {
     g: &'a GgufFile,
     file: &'a Arc<Vec<u8>>,
@@ -221,7 +251,18 @@ impl Loader<'_> {
     /// Any tensor decoded to f32 (norm weights; dense fallbacks).
     fn decode(&self, info: &TensorInfo) -> Result<Vec<f32>> {
         let bytes = self.g.tensor_bytes(self.file, info)?;
-        let n: usize = info.dims.iter().product();
+        let n = Shape::from(info.shape()).checked_elem_count()?;
+        // `TensorInfo`'s fields are public: the byte count need not match the shape.
+        if info.dtype.storage_bytes(n)? != bytes.len() {
+            return Err(Error::InvalidGguf {
+                offset: info.offset as u64,
+                reason: format!(
+                    "tensor {}: {} bytes for {n} elements",
+                    info.name,
+                    bytes.len()
+                ),
+            });
+        }
         let mut out = crate::storage::try_vec(n, 0.0f32)?;
         match info.dtype {
             DType::F32 => {
@@ -229,20 +270,8 @@ impl Loader<'_> {
                     *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
             }
-            DType::F16 => {
-                let h: Vec<f16> = bytes
-                    .chunks_exact(2)
-                    .map(|c| f16::from_le_bytes([c[0], c[1]]))
-                    .collect();
-                h.convert_to_f32_slice(&mut out);
-            }
-            DType::BF16 => {
-                let h: Vec<bf16> = bytes
-                    .chunks_exact(2)
-                    .map(|c| bf16::from_le_bytes([c[0], c[1]]))
-                    .collect();
-                h.convert_to_f32_slice(&mut out);
-            }
+            DType::F16 => decode_half(bytes, &mut out, f16::from_le_bytes),
+            DType::BF16 => decode_half(bytes, &mut out, bf16::from_le_bytes),
             dtype if dtype.is_quantized() => quant::dequantize_row(dtype, bytes, &mut out)?,
             dtype => {
                 return Err(Error::UnsupportedModel {
@@ -263,8 +292,9 @@ impl Loader<'_> {
         let info = self.info(name)?;
         self.check_shape(info, &[out, inp])?;
         if quant_type(info.dtype).is_some_and(|t| t.fused.is_some()) {
-            let bytes = Bytes::slice_of(self.file, info.offset..info.offset + info.nbytes)
-                .ok_or_else(|| Error::InvalidGguf {
+            let end = info.offset.saturating_add(info.nbytes);
+            let bytes =
+                Bytes::slice_of(self.file, info.offset..end).ok_or_else(|| Error::InvalidGguf {
                     offset: info.offset as u64,
                     reason: format!("tensor {name} runs past the end of the file"),
                 })?;

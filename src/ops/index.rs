@@ -38,16 +38,20 @@ impl Tensor {
             Some(self.contiguous()?)
         };
         let row_bytes = self.dtype().storage_bytes(hidden)?;
+        let row = |id: i32| {
+            usize::try_from(id)
+                .ok()
+                .filter(|&r| r < vocab)
+                .ok_or(Error::IndexOutOfRange {
+                    op: OP,
+                    index: id as i64,
+                    size: vocab,
+                })
+        };
+        // Every id is checked, also when rows are empty (hidden 0) and the copy loop never runs.
+        ids.iter().try_for_each(|&id| row(id).map(drop))?;
         for (&id, y) in ids.iter().zip(out.chunks_exact_mut(hidden.max(1))) {
-            let r =
-                usize::try_from(id)
-                    .ok()
-                    .filter(|&r| r < vocab)
-                    .ok_or(Error::IndexOutOfRange {
-                        op: OP,
-                        index: id as i64,
-                        size: vocab,
-                    })?;
+            let r = row(id)?;
             match &table {
                 Some(t) => {
                     let data = t.f32_storage(OP)?;
@@ -100,8 +104,11 @@ impl Tensor {
         }
         let mut dims = first.dims().to_vec();
         dims[dim] = tensors.iter().try_fold(0usize, |acc, t| {
-            acc.checked_add(t.dims()[dim])
-                .ok_or(Error::SizeOverflow { what: OP })
+            let d = t.dims()[dim];
+            acc.checked_add(d).ok_or(Error::SizeOverflow {
+                what: OP,
+                size: acc as f64 + d as f64,
+            })
         })?;
         let shape = Shape::from(dims);
         shape.checked_elem_count()?;

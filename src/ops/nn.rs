@@ -79,16 +79,17 @@ impl Tensor {
             return Err(Error::shape(OP, expected, desc()));
         }
         let out_len = (len - kernel) / stride + 1;
+        // Checked before anything is allocated: with `in_ch = 0` both inputs are empty, so
+        // `out_ch` and `len` are free and their product can overflow (it wraps on wasm32 for
+        // any two sizes of 65 536).
+        let shape = Shape::from([cout, out_len]);
+        let mut out = try_vec(shape.checked_elem_count()?, 0.0f32)?;
         let x = self.to_vec_f32()?;
         let w = weight.to_vec_f32()?;
-        let b = match bias {
-            Some(b) => b.to_vec_f32()?,
-            None => vec![0.0; cout],
-        };
-        let mut out = try_vec(cout * out_len, 0.0f32)?;
+        let b = bias.map(Tensor::to_vec_f32).transpose()?;
         for oc in 0..cout {
             for t in 0..out_len {
-                let mut acc = b[oc];
+                let mut acc = b.as_ref().map_or(0.0, |b| b[oc]);
                 for ic in 0..cin {
                     for kk in 0..kernel {
                         acc += x[ic * len + t * stride + kk] * w[(oc * cin + ic) * kernel + kk];
@@ -97,7 +98,7 @@ impl Tensor {
                 out[oc * out_len + t] = acc;
             }
         }
-        Ok(Tensor::new_f32(out, Shape::from([cout, out_len])))
+        Ok(Tensor::new_f32(out, shape))
     }
 
     /// 1-D max pooling per channel, no padding: `[ch, len] -> [ch, (len - kernel) / stride + 1]`.
@@ -114,6 +115,7 @@ impl Tensor {
         let (ch, len) = (self.dims()[0], self.dims()[1]);
         let out_len = (len - kernel) / stride + 1;
         let x = self.to_vec_f32()?;
+        // No overflow: `out_len <= len`, and `[ch, len]` passed `checked_elem_count`.
         let mut out = try_vec(ch * out_len, 0.0f32)?;
         for c in 0..ch {
             for t in 0..out_len {
@@ -134,7 +136,7 @@ impl Tensor {
         const OP: &str = "tessdata_int8_to_f32";
         let n = rows
             .checked_mul(cols)
-            .ok_or(Error::SizeOverflow { what: OP })?;
+            .ok_or_else(|| Error::overflow(OP, &[rows, cols]))?;
         if weights.len() != n || scales.len() != rows {
             return Err(Error::shape(
                 OP,

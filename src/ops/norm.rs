@@ -10,7 +10,8 @@ impl Tensor {
     /// Subtracting the max is not optional: real logits reach the thousands, `exp(1000)` is
     /// `inf` in f32 and `inf / inf` is NaN. With it every exponent is <= 0.
     pub fn softmax(&self, axis: usize) -> Result<Tensor> {
-        if axis + 1 == self.rank() && self.dtype() == crate::DType::F32 {
+        // Not `axis + 1 == rank`: a JavaScript axis of 2^32 - 1 is `usize::MAX` on wasm32.
+        if self.rank().checked_sub(1) == Some(axis) && self.dtype() == crate::DType::F32 {
             return self.softmax_last_axis();
         }
         let shifted = self.sub(&self.max(axis, true)?)?;

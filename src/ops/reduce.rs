@@ -28,7 +28,7 @@ impl Tensor {
         let mut strides: Vec<usize> = self.strides().to_vec();
         let len = dims.remove(axis);
         let stride = strides.remove(axis);
-        let n_out = Shape::from(dims.clone()).elem_count();
+        let n_out = Shape::from(dims.clone()).checked_elem_count()?;
         let mut out: Vec<T> = try_vec(n_out, T::default())?;
         if len == 0 {
             // Empty slices: let `f` decide (sum is 0, max/argmax are errors).
@@ -105,6 +105,7 @@ impl Tensor {
             let i = best_i.ok_or_else(|| empty_axis("argmax"))?;
             i32::try_from(i).map_err(|_| Error::SizeOverflow {
                 what: "argmax index",
+                size: i as f64,
             })
         })
     }

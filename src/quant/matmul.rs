@@ -47,13 +47,19 @@ impl Tensor {
                 format!("self {} and weight {}", self.shape(), weight.shape()),
             ));
         }
-        let rows = self.elem_count() / k.max(1);
-        let x = self.to_vec_f32()?;
-        let mut out = try_vec(rows * n_out, 0.0f32)?;
-        matmul_into(&x, weight, &mut MatmulScratch::default(), &mut out)?;
+        // The output shape is checked before anything is allocated (`rows · out` wraps on wasm32
+        // for `[65536, 32] @ [65536, 32]ᵀ`), and it comes from the dims, not from
+        // `elem_count / in`, which is 0 rows for every `in = 0` input.
         let mut dims = self.dims().to_vec();
         *dims.last_mut().unwrap_or(&mut 0) = n_out;
-        Ok(Tensor::new_f32(out, Shape::from(dims)))
+        let shape = Shape::from(dims);
+        let mut out = try_vec(shape.checked_elem_count()?, 0.0f32)?;
+        let x = self.to_vec_f32()?;
+        // With `in = 0` every dot is an empty sum: the zeros are the answer.
+        if n_in > 0 {
+            matmul_into(&x, weight, &mut MatmulScratch::default(), &mut out)?;
+        }
+        Ok(Tensor::new_f32(out, shape))
     }
 }
 
@@ -180,10 +186,9 @@ fn q4_0_many(
     }
     let n_chunks = first[ws.len()];
     let len = n_chunks
-        .checked_mul(chunk * rows)
-        .ok_or(Error::SizeOverflow {
-            what: "matmul blocks",
-        })?;
+        .checked_mul(chunk)
+        .and_then(|n| n.checked_mul(rows))
+        .ok_or_else(|| Error::overflow("matmul blocks", &[n_chunks, chunk, rows]))?;
     scratch.act.prepare(x, n_in)?;
     let blocks = &mut scratch.blocks;
     try_grow(blocks, len)?;
@@ -227,7 +232,11 @@ fn matmul_dims(
         _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
     };
     let rows = x.len().checked_div(n_in).unwrap_or(0);
-    if rows * n_in != x.len() || out_len != rows * n_out || n_in % fused.act.block_elems() != 0 {
+    // `rows · out` is checked: wrapped, it would let a short `out` through.
+    if rows * n_in != x.len()
+        || rows.checked_mul(n_out) != Some(out_len)
+        || n_in % fused.act.block_elems() != 0
+    {
         return Err(Error::shape(
             OP,
             format!("x [rows, {n_in}] and out [rows, {n_out}]"),
