@@ -1,14 +1,11 @@
 // The engine's worker: owns the wasm instance, the model and its session.
 import { loadKopitiam } from "./loader.js";
+import { codedError, isKopitiamError } from "./errors.js";
 
 let kw = null;
 let env = null;
 let model = null;
 const controllers = new Map();
-
-function codedError(code, message) {
-  return Object.assign(new Error(message), { code });
-}
 
 /** A macrotask yield (faster than setTimeout) so abort messages get through between tokens. */
 function yieldToEvents() {
@@ -128,7 +125,8 @@ const handlers = {
 
   async generate(msg, signal) {
     requireModel();
-    const opts = msg.opts ?? {};
+    const { maxTokens: maxOpt, stop, contextLength, ...sampling } = msg.opts ?? {};
+    const opts = { maxTokens: maxOpt, stop, contextLength };
     const prompt = msg.messages ? model.formatChat(msg.messages) : msg.prompt;
     const ids = typeof prompt === "string" ? model.tokenize(prompt, true, true) : Uint32Array.from(prompt);
     const maxTokens = opts.maxTokens ?? 128;
@@ -140,7 +138,7 @@ const handlers = {
     const session = model.createSession(context);
     try {
       const t0 = performance.now();
-      session.prefill(ids, opts);
+      session.prefill(ids, sampling);
       const t1 = performance.now();
       const tokens = [];
       let text = "";
@@ -181,7 +179,8 @@ const handlers = {
 
   logits({ ids }) {
     requireModel();
-    const session = model.createSession(ids.length);
+    // Too many ids fail in eval with ContextFull, as for a generation.
+    const session = model.createSession(Math.max(1, Math.min(ids.length, model.info.contextLength)));
     try {
       return session.eval(Uint32Array.from(ids));
     } finally {
@@ -208,13 +207,16 @@ self.onmessage = async ({ data }) => {
   const controller = new AbortController();
   controllers.set(data.id, controller);
   try {
+    if (!Object.hasOwn(handlers, data.type)) throw codedError("InvalidArgument", `unknown request ${String(data.type)}`);
     const result = await handlers[data.type](data, controller.signal);
     const transfer = result instanceof Float32Array ? [result.buffer] : [];
     postMessage({ id: data.id, ok: true, result }, transfer);
   } catch (e) {
-    // A trap (a Rust panic is a bug) leaves the instance unusable: report the worker as crashed.
-    const code = e instanceof WebAssembly.RuntimeError ? "WorkerCrashed" : e.code ?? "Error";
-    postMessage({ id: data.id, ok: false, error: { code, message: e.message ?? String(e) } });
+    // A trap (a Rust panic is a bug) leaves the instance unusable, and an error without a code
+    // is a state this worker does not know: either way the engine reports it as crashed.
+    const known = isKopitiamError(e) && e.code !== "WasmTrap";
+    const code = known ? e.code : "WorkerCrashed";
+    postMessage({ id: data.id, ok: false, error: { code, message: e?.message ?? String(e) } });
   } finally {
     controllers.delete(data.id);
   }

@@ -5,12 +5,62 @@
 //   for await (const piece of engine.generate("Once upon a time", { maxTokens: 64 })) ...
 //
 // Every call is a message to the worker; errors come back as `Error`s with a stable `code`.
+// Arguments are checked here, before anything is posted, with the same rules as the low-level
+// API (js/args.js), so a bad call rejects with `InvalidArgument` and the worker never sees it.
+import * as check from "./args.js";
+import { codedError, describe, invalidArgument } from "./errors.js";
 
 let nextId = 1;
 
-function codedError(code, message) {
-  return Object.assign(new Error(message), { code });
+const isFunction = (op, name, v) => {
+  if (typeof v !== "function") throw invalidArgument(op, `${name} must be a function, got ${describe(v)}`);
+  return v;
+};
+const isSignal = (op, name, v) => {
+  if (typeof AbortSignal === "undefined" || !(v instanceof AbortSignal)) {
+    throw invalidArgument(op, `${name} must be an AbortSignal, got ${describe(v)}`);
+  }
+  return v;
+};
+const isBool = (op, name, v) => {
+  if (typeof v !== "boolean") throw invalidArgument(op, `${name} must be a boolean, got ${describe(v)}`);
+  return v;
+};
+const stopStrings = (op, name, v) => {
+  const list = typeof v === "string" ? [v] : v;
+  if (!Array.isArray(list) || !list.every((x) => typeof x === "string")) {
+    throw invalidArgument(op, `${name} must be a string or an array of strings, got ${describe(v)}`);
+  }
+  return list;
+};
+const GENERATE = Object.freeze({
+  ...check.SAMPLING,
+  maxTokens: (op, name, v) => check.integer(op, name, v),
+  stop: stopStrings,
+  contextLength: (op, name, v) => check.integer(op, name, v, 1),
+  signal: isSignal,
+});
+const STREAMING = Object.freeze({ ...GENERATE, onToken: isFunction });
+const LOAD = Object.freeze({ onProgress: isFunction, signal: isSignal, cache: isBool });
+const TOKENIZE = Object.freeze({ addSpecial: isBool, parseSpecial: isBool });
+const CREATE = Object.freeze({
+  threads: (op, name, v) => (v === "auto" ? v : check.integer(op, name, v, 1, 1024)),
+  build: check.string,
+  workerUrl: (op, name, v) => {
+    if (typeof v !== "string" && !(v instanceof URL)) throw invalidArgument(op, `${name} must be a string or URL, got ${describe(v)}`);
+    return v;
+  },
+});
+
+/** Runs `f` so that a check failure becomes a rejected promise, as for every engine call. */
+function checked(f) {
+  try {
+    return Promise.resolve(f());
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }
+
 
 class Engine {
   constructor(worker) {
@@ -44,7 +94,7 @@ class Engine {
       p.reject(codedError("WorkerCrashed", msg.error.message));
       this.#crash(codedError("WorkerCrashed", msg.error.message));
     }
-    else p.reject(codedError(msg.error.code ?? "Error", msg.error.message));
+    else p.reject(codedError(msg.error.code, msg.error.message));
   }
 
   /** Sends one request; `onEvent` receives progress/token events; `signal` aborts it. */
@@ -64,11 +114,18 @@ class Engine {
    * ReadableStream. The bytes stream into wasm memory in the worker; the page never holds the
    * model. Resolves to `engine.info`.
    */
-  async loadModel(source, { onProgress, signal, cache = false } = {}) {
+  async loadModel(source, options) {
+    const { onProgress, signal, cache = false } = check.options("loadModel", options, LOAD) ?? {};
     let payload;
     const transfer = [];
     if (typeof source === "string" || source instanceof URL) {
-      payload = { url: new URL(source, globalThis.location?.href).href, cache };
+      let url;
+      try {
+        url = new URL(source, globalThis.location?.href).href;
+      } catch (e) {
+        throw invalidArgument("loadModel", `${describe(String(source))} is not a URL`, e);
+      }
+      payload = { url, cache };
     } else if (typeof Response !== "undefined" && source instanceof Response) {
       if (!source.ok) throw codedError("HttpError", `HTTP ${source.status} ${source.statusText}`);
       payload = { stream: source.body, total: Number(source.headers.get("content-length")) || undefined };
@@ -86,7 +143,7 @@ class Engine {
       payload = { stream: source };
       transfer.push(source);
     } else {
-      throw codedError("InvalidArgument", "loadModel: unsupported source type");
+      throw invalidArgument("loadModel", `source must be a URL, Response, ArrayBuffer, Uint8Array, Blob or ReadableStream, got ${describe(source)}`);
     }
     const info = await this.call("load", payload, { transfer, signal, onEvent: (e) => onProgress?.(e) });
     this.info = { ...this.info, ...info };
@@ -94,21 +151,26 @@ class Engine {
   }
 
   /** Token ids of `text` (BOS added and special tokens parsed by default). */
-  tokenize(text, { addSpecial = true, parseSpecial = true } = {}) {
-    return this.call("tokenize", { text, addSpecial, parseSpecial });
+  tokenize(text, options) {
+    return checked(() => {
+      check.string("tokenize", "text", text);
+      const { addSpecial = true, parseSpecial = true } = check.options("tokenize", options, TOKENIZE) ?? {};
+      return this.call("tokenize", { text, addSpecial, parseSpecial });
+    });
   }
 
   detokenize(ids) {
-    return this.call("detokenize", { ids: Array.from(ids) });
+    return checked(() => this.call("detokenize", { ids: Array.from(check.u32List("detokenize", "ids", ids)) }));
   }
 
   /** Streams `{ text, token }` pieces; ends at EOG, `maxTokens`, a stop string, or `signal`. */
-  async *generate(prompt, options = {}) {
+  async *generate(prompt, options) {
+    check.string("generate", "prompt", prompt);
+    const { signal, ...opts } = check.options("generate", options, GENERATE) ?? {};
     const queue = [];
     let wake = null;
     let done = false;
     let failure = null;
-    const { signal, ...opts } = options;
     const finished = this.call("generate", { prompt, opts }, {
       signal,
       onEvent: (e) => {
@@ -130,20 +192,26 @@ class Engine {
   }
 
   /** Generates to the end; resolves to `{ text, tokens, stats, stopped }`. */
-  complete(prompt, options = {}) {
-    const { signal, onToken, ...opts } = options;
-    return this.call("generate", { prompt, opts }, { signal, onEvent: onToken });
+  complete(prompt, options) {
+    return checked(() => {
+      check.string("complete", "prompt", prompt);
+      const { signal, onToken, ...opts } = check.options("complete", options, STREAMING) ?? {};
+      return this.call("generate", { prompt, opts }, { signal, onEvent: onToken });
+    });
   }
 
   /** `complete` over the model's chat format (`[{ role, content }]`). */
-  chat(messages, options = {}) {
-    const { signal, onToken, ...opts } = options;
-    return this.call("generate", { messages, opts }, { signal, onEvent: onToken });
+  chat(messages, options) {
+    return checked(() => {
+      const list = check.messages("chat", "messages", messages);
+      const { signal, onToken, ...opts } = check.options("chat", options, STREAMING) ?? {};
+      return this.call("generate", { messages: list, opts }, { signal, onEvent: onToken });
+    });
   }
 
   /** Float32Array of the last position's logits for `ids`. */
   logits(ids) {
-    return this.call("logits", { ids: Array.from(ids) });
+    return checked(() => this.call("logits", { ids: Array.from(check.u32List("logits", "ids", ids)) }));
   }
 
   /** Frees the model and stops the worker. */
@@ -163,12 +231,18 @@ class Engine {
  * Starts an engine in a dedicated Worker.
  * @param {{ threads?: number | "auto", build?: "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads", workerUrl?: string | URL }} [options]
  */
-export async function createEngine({ threads = "auto", build = "auto", workerUrl } = {}) {
+export async function createEngine(options) {
+  const { threads = "auto", build = "auto", workerUrl } = check.options("createEngine", options, CREATE) ?? {};
   // Written out literally so bundlers (Vite, webpack) recognise the worker and bundle it.
   const worker = workerUrl
     ? new Worker(workerUrl, { type: "module" })
     : new Worker(new URL("./engine-worker.js", import.meta.url), { type: "module" });
   const engine = new Engine(worker);
-  engine.info = await engine.call("init", { threads, build });
+  try {
+    engine.info = await engine.call("init", { threads, build });
+  } catch (e) {
+    worker.terminate();
+    throw e;
+  }
   return engine;
 }

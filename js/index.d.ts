@@ -5,7 +5,11 @@ import type { ModelInfo, SamplingOptions, ChatMessage } from "../pkg/kopitiam_wa
 export type Build = "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads";
 export function relaxedSimdSupported(): boolean;
 export function threadsSupported(): boolean;
-export function pickBuild(): Exclude<Build, "auto">;
+export function pickBuild(threads?: number | "auto"): Exclude<Build, "auto">;
+/** Whether `e` was thrown by kopitiam-wasm (Rust or JavaScript layer): then `e.code` is set. */
+export function isKopitiamError(e: unknown): e is import("../pkg/kopitiam_wasm.js").KopitiamError;
+/** The codes only the JavaScript layer raises (`errorCodes()` lists all). */
+export const JS_ERROR_CODES: readonly string[];
 export function loadKopitiam(options?: { build?: Build; threads?: number | "auto"; wasm?: BufferSource | WebAssembly.Module }):
   Promise<{ build: Exclude<Build, "auto">; threads: number; module: typeof import("../pkg/kopitiam_wasm.js"); memory: WebAssembly.Memory }>;
 

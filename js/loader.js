@@ -8,6 +8,9 @@
 // `build` overrides the choice; `threads` is the pool size ("auto" = hardwareConcurrency); with
 // `threads: 1` the automatic choice is a single-thread build (no atomics, no pool to start).
 
+import { bind } from "./api.js";
+import { codedError } from "./errors.js";
+
 /** A minimal module whose one function executes i32x4.relaxed_dot_i8x16_i7x16_add_s. */
 const RELAXED_PROBE = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
@@ -44,31 +47,38 @@ const THREADED = new Set(["threads", "relaxed-threads"]);
 
 /** The build `auto` resolves to here (for a pool of `threads`, if given). */
 export function pickBuild(threads = "auto") {
+  threadCount(threads);
   const relaxed = relaxedSimdSupported();
   if (threads !== 1 && threadsSupported()) return relaxed ? "relaxed-threads" : "threads";
   return relaxed ? "relaxed" : "simd";
 }
 
+/** `threads` as a pool size: "auto" or an integer in [1, 1024]. */
+function threadCount(threads) {
+  if (threads === "auto") return Math.max(1, globalThis.navigator?.hardwareConcurrency || 1);
+  if (!Number.isInteger(threads) || threads < 1 || threads > 1024) {
+    throw codedError("InvalidArgument", `threads must be "auto" or an integer in [1, 1024], got ${String(threads)}`);
+  }
+  return threads;
+}
+
 /**
  * Loads and initialises a build. Resolves to `{ build, threads, module, memory }` where `module`
- * is the wasm-bindgen module (Tensor, Model, buildInfo, …) and `memory` its WebAssembly.Memory.
+ * is the public API over that build (Tensor, Model, buildInfo, … as exported by the package) and
+ * `memory` its WebAssembly.Memory.
  * @param {{ build?: "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads", threads?: number | "auto", wasm?: any }} [options]
  */
 export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = {}) {
+  const n = threadCount(threads);
   const chosen = build === "auto" ? pickBuild(threads) : build;
-  if (!(chosen in BUILDS)) throw Object.assign(new Error(`unknown build ${build}`), { code: "InvalidArgument" });
+  if (!Object.hasOwn(BUILDS, chosen)) {
+    throw codedError("InvalidArgument", `unknown build ${String(build)} (known: auto, ${Object.keys(BUILDS).join(", ")})`);
+  }
   if (THREADED.has(chosen) && !threadsSupported()) {
-    throw Object.assign(
-      new Error("the threads build needs a Worker in a crossOriginIsolated page (COOP/COEP)"),
-      { code: "UnsupportedEnvironment" },
-    );
+    throw codedError("UnsupportedEnvironment", "the threads build needs a Worker in a crossOriginIsolated page (COOP/COEP)");
   }
-  const module = await BUILDS[chosen]();
+  const module = bind(await BUILDS[chosen]());
   const exports = await module.default(wasm === undefined ? undefined : { module_or_path: wasm });
-  let n = 1;
-  if (THREADED.has(chosen)) {
-    n = threads === "auto" ? Math.max(1, navigator.hardwareConcurrency || 1) : threads;
-    await module.initThreadPool(n);
-  }
-  return { build: chosen, threads: n, module, memory: exports.memory };
+  if (THREADED.has(chosen)) await module.initThreadPool(n);
+  return { build: chosen, threads: THREADED.has(chosen) ? n : 1, module, memory: exports.memory };
 }

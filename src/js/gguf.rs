@@ -142,7 +142,9 @@ impl JsGgufFile {
             .file
             .tensor(name)
             .ok_or_else(|| invalid("tensorBytes", format!("no tensor {name:?}")))?;
-        Ok(self.file.tensor_bytes(&self.bytes, info)?.to_vec())
+        Ok(crate::storage::try_copy(
+            self.file.tensor_bytes(&self.bytes, info)?,
+        )?)
     }
 }
 
@@ -169,7 +171,11 @@ impl JsTokenizer {
     }
 
     /// Text of `ids` (control tokens omitted unless `special`).
-    pub fn decode(&self, ids: Vec<u32>, special: Option<bool>) -> JsResult<String> {
+    pub fn decode(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Ids")] ids: Vec<u32>,
+        special: Option<bool>,
+    ) -> JsResult<String> {
         Ok(self.inner.decode(&ids, special.unwrap_or(false))?)
     }
 

@@ -1,8 +1,12 @@
-//! The wasm-bindgen layer: a thin JavaScript `Tensor` class over [`crate::Tensor`].
+//! The wasm-bindgen layer: the raw classes behind the public JavaScript API.
 //!
-//! Nothing here computes: each method converts arguments, calls the Rust API and turns an
-//! [`crate::Error`] into a thrown JS `Error` whose `code` is the variant name. Shapes cross as
-//! `number[]`, dtypes as the `DType` string union, data as typed arrays (copied in and out).
+//! Nothing here computes: each method calls the Rust API and turns an [`crate::Error`] into a
+//! returned (never unwound) JS `Error` whose `code` is the variant name. The package exports
+//! these classes only through `js/api.js`, which checks every argument's JavaScript type and
+//! every handle's liveness first, so the values arriving here are already of the declared kind:
+//! shapes and ids as `Uint32Array`, dtypes as strings, data as typed arrays (copied in and out),
+//! options as plain objects. No function here calls back into user JavaScript, so no exception
+//! can unwind through wasm frames.
 
 mod error;
 mod gguf;
@@ -37,6 +41,26 @@ pub fn build_info() -> String {
         ""
     };
     format!("{}{threads}", crate::quant::kernels::KERNELS)
+}
+
+/// Every error `code` the Rust layer can produce (the JS layer adds its own; see `js/errors.js`).
+#[wasm_bindgen(js_name = errorCodes, unchecked_return_type = "string[]")]
+pub fn error_codes() -> js_sys::Array {
+    crate::Error::CODES
+        .iter()
+        .map(|&c| JsValue::from(c))
+        .collect()
+}
+
+/// Whether the allocator can give `bytes` now. wasm-bindgen's own `malloc` (which copies strings
+/// and arrays in) aborts the instance when it fails, so `js/api.js` asks first for large inputs
+/// and throws `AllocationFailed` instead.
+#[wasm_bindgen(js_name = canAllocate)]
+pub fn can_allocate(bytes: f64) -> bool {
+    usize::try_from(bytes as u64)
+        .ok()
+        .and_then(|n| crate::storage::try_with_capacity::<u8>(n).ok())
+        .is_some()
 }
 
 /// The crate version, for bug reports.

@@ -40,14 +40,15 @@ pub struct ModelLoader {
 
 #[wasm_bindgen]
 impl ModelLoader {
-    /// `totalBytes`: the size when known (Content-Length), for a single exact allocation.
+    /// `totalBytes`: the size when known (Content-Length), for a single exact allocation. The
+    /// JS layer passes a safe integer; one above the address space fails with its real size.
     #[wasm_bindgen(constructor)]
     pub fn new(total_bytes: Option<f64>) -> JsResult<ModelLoader> {
         let mut buf = Vec::new();
         if let Some(n) = total_bytes.filter(|n| *n > 0.0) {
-            let n = n as usize;
-            buf.try_reserve_exact(n)
-                .map_err(|_| JsValue::from(Error::alloc::<u8>(n)))?;
+            let fail = || JsValue::from(Error::AllocationFailed { bytes: n as u64 });
+            let n = usize::try_from(n as u64).map_err(|_| fail())?;
+            buf.try_reserve_exact(n).map_err(|_| fail())?;
         }
         Ok(ModelLoader { buf })
     }
@@ -146,7 +147,11 @@ impl JsModel {
     }
 
     /// Text of `ids` (control tokens omitted unless `special`).
-    pub fn detokenize(&self, ids: Vec<u32>, special: Option<bool>) -> JsResult<String> {
+    pub fn detokenize(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Ids")] ids: Vec<u32>,
+        special: Option<bool>,
+    ) -> JsResult<String> {
         Ok(self
             .model
             .tokenizer()
@@ -159,31 +164,33 @@ impl JsModel {
         self.model.tokenizer().is_eog(id)
     }
 
-    /// The Gemma chat prompt for `messages` (`[{ role, content }]`), ending with the model turn.
+    /// The Gemma chat prompt for `messages`, ending with the model turn. The JS layer passes
+    /// the checked messages flattened: `[role0, content0, role1, content1, …]`.
     #[wasm_bindgen(js_name = formatChat)]
     pub fn format_chat(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: Vec<String>,
     ) -> JsResult<String> {
-        let arr = js_sys::Array::from(&messages);
-        let mut list = Vec::new();
-        for m in arr.iter() {
-            let get = |k: &str| {
-                js_sys::Reflect::get(&m, &k.into())
-                    .ok()
-                    .and_then(|v| v.as_string())
-                    .ok_or_else(|| {
-                        invalid("formatChat", format!("every message needs a string {k}"))
-                    })
-            };
-            list.push(ChatMessage::new(get("role")?, get("content")?));
+        if messages.len() % 2 != 0 {
+            return Err(invalid("formatChat", "expected (role, content) pairs"));
         }
+        let list: Vec<ChatMessage> = messages
+            .chunks_exact(2)
+            .map(|p| ChatMessage::new(p[0].clone(), p[1].clone()))
+            .collect();
         Ok(format_gemma(&list, true))
     }
 
-    /// A session with a KV cache for `context` positions.
+    /// A session with a KV cache for `context` positions (1 ..= the model's context length).
     #[wasm_bindgen(js_name = createSession)]
     pub fn create_session(&self, context: usize) -> JsResult<JsSession> {
+        let max = self.model.config().context_length;
+        if context == 0 || context > max {
+            return Err(invalid(
+                "createSession",
+                format!("context {context} is outside 1..={max} (the model's context length)"),
+            ));
+        }
         Ok(JsSession {
             session: self.model.session(context)?,
             model: self.model.clone(),
@@ -208,44 +215,82 @@ impl JsSession {
     /// Evaluates `ids` and keeps the last position's logits for `step()`.
     fn eval_into_logits(&mut self, ids: &[u32]) -> JsResult<()> {
         let logits = self.session.eval(&self.model, ids, Logits::Last)?;
-        self.logits.clear();
-        self.logits.extend_from_slice(logits);
+        crate::storage::try_refill(&mut self.logits, logits)?;
         Ok(())
     }
 }
 
-fn num(obj: &JsValue, key: &str) -> Option<f64> {
-    js_sys::Reflect::get(obj, &key.into())
-        .ok()
-        .and_then(|v| v.as_f64())
+/// `SamplingOptions` as JavaScript spells them: every key optional, wrong types rejected by serde
+/// (a string `"0"` is not a temperature). `js/args.js` has already checked each key by name and
+/// reported unknown ones; this keeps the binding strict for any other caller.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SamplingOptions {
+    temperature: Option<f32>,
+    top_k: Option<u32>,
+    top_p: Option<f32>,
+    min_p: Option<f32>,
+    repeat_penalty: Option<f32>,
+    repeat_last_n: Option<u32>,
+    seed: Option<u64>,
+}
+
+impl SamplingOptions {
+    /// Reads and range-checks `options` (`undefined` = all defaults).
+    fn parse(options: JsValue) -> Result<SamplerConfig, Error> {
+        let bad = |reason: String| Error::InvalidArgument {
+            op: "SamplingOptions",
+            reason,
+        };
+        if options.is_undefined() || options.is_null() {
+            return Ok(SamplerConfig::default());
+        }
+        let o: SamplingOptions = serde_wasm_bindgen::from_value(options)
+            .map_err(|e| bad(e.to_string().trim_start_matches("Error: ").to_string()))?;
+        let d = SamplerConfig::default();
+        let unit = |name: &str, v: Option<f32>, default: f32| match v {
+            Some(x) if !(0.0..=1.0).contains(&x) => {
+                Err(bad(format!("{name} {x} is not in [0, 1]")))
+            }
+            v => Ok(v.unwrap_or(default)),
+        };
+        let positive = |name: &str, v: Option<f32>, default: f32, min: f32| match v {
+            Some(x) if !(x.is_finite() && x >= min) => {
+                Err(bad(format!("{name} {x} is not a finite number >= {min}")))
+            }
+            v => Ok(v.unwrap_or(default)),
+        };
+        Ok(SamplerConfig {
+            temperature: positive("temperature", o.temperature, d.temperature, 0.0)?,
+            top_k: o.top_k.map_or(d.top_k, |k| k as usize),
+            top_p: unit("topP", o.top_p, d.top_p)?,
+            min_p: unit("minP", o.min_p, d.min_p)?,
+            repeat_penalty: positive("repeatPenalty", o.repeat_penalty, d.repeat_penalty, 1e-6)?,
+            repeat_last_n: o.repeat_last_n.map_or(d.repeat_last_n, |n| n as usize),
+            seed: o.seed.unwrap_or(d.seed),
+        })
+    }
 }
 
 #[wasm_bindgen(js_class = Session)]
 impl JsSession {
     /// Evaluates `ids` after what the session holds (one batched call) and returns the logits
     /// of the last position.
-    pub fn eval(&mut self, ids: Vec<u32>) -> JsResult<Vec<f32>> {
+    pub fn eval(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Ids")] ids: Vec<u32>,
+    ) -> JsResult<Vec<f32>> {
         self.eval_into_logits(&ids)?;
-        Ok(self.logits.clone())
+        Ok(crate::storage::try_copy(&self.logits)?)
     }
 
     /// Evaluates a prompt and sets up sampling for `step()`.
     pub fn prefill(
         &mut self,
-        ids: Vec<u32>,
+        #[wasm_bindgen(unchecked_param_type = "Ids")] ids: Vec<u32>,
         #[wasm_bindgen(unchecked_param_type = "SamplingOptions")] options: JsValue,
     ) -> JsResult<()> {
-        let d = SamplerConfig::default();
-        let cfg = SamplerConfig {
-            temperature: num(&options, "temperature").map_or(d.temperature, |v| v as f32),
-            top_k: num(&options, "topK").map_or(d.top_k, |v| v.max(0.0) as usize),
-            top_p: num(&options, "topP").map_or(d.top_p, |v| v as f32),
-            min_p: num(&options, "minP").map_or(d.min_p, |v| v as f32),
-            repeat_penalty: num(&options, "repeatPenalty").map_or(d.repeat_penalty, |v| v as f32),
-            repeat_last_n: num(&options, "repeatLastN")
-                .map_or(d.repeat_last_n, |v| v.max(0.0) as usize),
-            seed: num(&options, "seed").map_or(d.seed, |v| v.max(0.0) as u64),
-        };
+        let cfg = SamplingOptions::parse(options)?;
         self.sampler = Sampler::new(cfg);
         self.decoder = StreamDecoder::new();
         self.eval_into_logits(&ids)

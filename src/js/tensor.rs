@@ -2,7 +2,6 @@
 
 use super::error::invalid;
 use crate::{DType, Shape, Tensor};
-use wasm_bindgen::convert::TryFromJsValue;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -10,34 +9,28 @@ const TS_TYPES: &str = r#"
 /** Element types: plain (`f32` … `i32`) and ggml block-quantized (`q4_0` … `q8_k`). */
 export type DType = "f32" | "f16" | "bf16" | "i8" | "i32" | "q4_0" | "q8_0"
   | "q4_1" | "q5_0" | "q5_1" | "q4_k" | "q5_k" | "q6_k" | "q8_k";
-/** Errors thrown by kopitiam-wasm carry a stable `code` (the Rust error variant). */
-export interface KopitiamError extends Error {
-  code: "ShapeMismatch" | "NotBroadcastable" | "DTypeMismatch" | "UnsupportedDType"
-    | "QuantizedElementAccess" | "PartialQuantizedBlock" | "StorageTooSmall" | "LengthMismatch"
-    | "AxisOutOfRange" | "NarrowOutOfRange" | "IndexOutOfRange" | "SizeOverflow"
-    | "AllocationFailed" | "InvalidArgument" | "InvalidGguf" | "MissingMetadata"
-    | "UnsupportedModel" | "ContextFull";
-}
+/** A shape, permutation or list of ids: non-negative integers below 2^32. */
+export type Shape = readonly number[] | Uint32Array;
+/** Token ids: non-negative integers below 2^32. */
+export type Ids = readonly number[] | Uint32Array;
+/** Every `code` an error thrown by kopitiam-wasm can carry: the Rust error variants, then the
+ * codes only the JavaScript layer raises (README, "Errors"). */
+export type ErrorCode = "ShapeMismatch" | "NotBroadcastable" | "DTypeMismatch" | "UnsupportedDType"
+  | "QuantizedElementAccess" | "PartialQuantizedBlock" | "StorageTooSmall" | "LengthMismatch"
+  | "AxisOutOfRange" | "NarrowOutOfRange" | "IndexOutOfRange" | "SizeOverflow"
+  | "AllocationFailed" | "InvalidArgument" | "InvalidGguf" | "MissingMetadata"
+  | "UnsupportedModel" | "ContextFull"
+  | "Freed" | "NotInitialized" | "WasmTrap" | "UnsupportedEnvironment" | "NoModel" | "Aborted" | "HttpError"
+  | "NetworkError" | "TruncatedDownload" | "WorkerCrashed" | "EngineDisposed";
+/** Errors thrown by kopitiam-wasm: `name` is "KopitiamError", `code` says what happened. */
+export interface KopitiamError extends Error { code: ErrorCode; }
 /** The two states `Tensor.lstmCell` returns. */
 export interface LstmState { cell: Tensor; hidden: Tensor; }
 "#;
 
-/// Reads a JS `number[]` (or any array-like of numbers) as non-negative integer dimensions.
-fn shape_arg(op: &'static str, v: &JsValue) -> Result<Shape, JsValue> {
-    Ok(Shape::from(usize_list(op, v)?))
-}
-
-fn usize_list(op: &'static str, v: &JsValue) -> Result<Vec<usize>, JsValue> {
-    if !js_sys::Array::is_array(v) && !v.is_instance_of::<js_sys::Object>() {
-        return Err(invalid(op, "expected an array of non-negative integers"));
-    }
-    js_sys::Array::from(v)
-        .iter()
-        .map(|d| match d.as_f64() {
-            Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(x as usize),
-            _ => Err(invalid(op, format!("{d:?} is not a non-negative integer"))),
-        })
-        .collect()
+/// A shape the JS layer (`js/api.js`) has already checked: a `Uint32Array` of dimensions.
+fn shape_of(dims: &[u32]) -> Shape {
+    Shape::from(dims.iter().map(|&d| d as usize).collect::<Vec<_>>())
 }
 
 fn dtype_arg(op: &'static str, name: &str) -> Result<DType, JsValue> {
@@ -77,63 +70,63 @@ impl JsTensor {
     /// A contiguous f32 tensor; `data.length` must equal the product of `shape`.
     #[wasm_bindgen(js_name = fromFloat32Array)]
     pub fn from_float32_array(
-        data: Vec<f32>,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | readonly number[]")] data: Vec<f32>,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(Tensor::from_f32(data, shape_arg("fromFloat32Array", &shape)?)?.into())
+        Ok(Tensor::from_f32(data, shape_of(&shape))?.into())
     }
 
     /// An f16 tensor from IEEE binary16 bit patterns.
     #[wasm_bindgen(js_name = fromFloat16Bits)]
     pub fn from_float16_bits(
-        bits: Vec<u16>,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Uint16Array | readonly number[]")] bits: Vec<u16>,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(Tensor::from_f16(bits, shape_arg("fromFloat16Bits", &shape)?)?.into())
+        Ok(Tensor::from_f16(bits, shape_of(&shape))?.into())
     }
 
     /// A bf16 tensor from bfloat16 bit patterns.
     #[wasm_bindgen(js_name = fromBFloat16Bits)]
     pub fn from_bfloat16_bits(
-        bits: Vec<u16>,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Uint16Array | readonly number[]")] bits: Vec<u16>,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(Tensor::from_bf16(bits, shape_arg("fromBFloat16Bits", &shape)?)?.into())
+        Ok(Tensor::from_bf16(bits, shape_of(&shape))?.into())
     }
 
     #[wasm_bindgen(js_name = fromInt8Array)]
     pub fn from_int8_array(
-        data: Vec<i8>,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Int8Array | readonly number[]")] data: Vec<i8>,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(Tensor::from_i8(data, shape_arg("fromInt8Array", &shape)?)?.into())
+        Ok(Tensor::from_i8(data, shape_of(&shape))?.into())
     }
 
     #[wasm_bindgen(js_name = fromInt32Array)]
     pub fn from_int32_array(
-        data: Vec<i32>,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Int32Array | readonly number[]")] data: Vec<i32>,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(Tensor::from_i32(data, shape_arg("fromInt32Array", &shape)?)?.into())
+        Ok(Tensor::from_i32(data, shape_of(&shape))?.into())
     }
 
     /// A block-quantized tensor from raw ggml block bytes (`"q4_0"`: 18 bytes per 32 values,
     /// `"q8_0"`: 34 bytes per 32 values).
     #[wasm_bindgen(js_name = fromQuantized)]
     pub fn from_quantized(
-        bytes: Vec<u8>,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: Vec<u8>,
         #[wasm_bindgen(unchecked_param_type = "DType")] dtype: String,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
         let dtype = dtype_arg("fromQuantized", &dtype)?;
-        Ok(Tensor::from_quantized(dtype, bytes, shape_arg("fromQuantized", &shape)?)?.into())
+        Ok(Tensor::from_quantized(dtype, bytes, shape_of(&shape))?.into())
     }
 
     /// f32 zeros.
     pub fn zeros(
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(Tensor::try_zeros(shape_arg("zeros", &shape)?)?.into())
+        Ok(Tensor::try_zeros(shape_of(&shape))?.into())
     }
 
     // ------------------------------------------------------------ accessors
@@ -203,7 +196,7 @@ impl JsTensor {
     /// The raw block bytes of a quantized tensor.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self) -> JsResult<Vec<u8>> {
-        Ok(self.inner.quantized_bytes()?.to_vec())
+        Ok(crate::storage::try_copy(self.inner.quantized_bytes()?)?)
     }
 
     #[wasm_bindgen(js_name = toString)]
@@ -219,9 +212,10 @@ impl JsTensor {
 
     pub fn permute(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] perm: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] perm: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(self.inner.permute(&usize_list("permute", &perm)?)?.into())
+        let perm: Vec<usize> = perm.iter().map(|&d| d as usize).collect();
+        Ok(self.inner.permute(&perm)?.into())
     }
 
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> JsResult<JsTensor> {
@@ -231,19 +225,16 @@ impl JsTensor {
     #[wasm_bindgen(js_name = broadcastTo)]
     pub fn broadcast_to(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(self
-            .inner
-            .broadcast_to(shape_arg("broadcastTo", &shape)?)?
-            .into())
+        Ok(self.inner.broadcast_to(shape_of(&shape))?.into())
     }
 
     pub fn reshape(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Shape")] shape: Vec<u32>,
     ) -> JsResult<JsTensor> {
-        Ok(self.inner.reshape(shape_arg("reshape", &shape)?)?.into())
+        Ok(self.inner.reshape(shape_of(&shape))?.into())
     }
 
     /// A fresh contiguous copy with its own storage (one memcpy when already contiguous).
@@ -374,6 +365,7 @@ impl JsTensor {
     pub fn quantized_matmul(&self, weight: &JsTensor) -> JsResult<JsTensor> {
         Ok(self.inner.quantized_matmul(&weight.inner)?.into())
     }
+    /// `bias` is consumed here; the public JS method hands over a `clone()` of the caller's.
     pub fn conv1d(
         &self,
         weight: &JsTensor,
@@ -394,12 +386,13 @@ impl JsTensor {
         Ok(self.inner.gather_rows(&ids.inner)?.into())
     }
 
-    /// Joins tensors along `dim`. The handles passed in stay valid.
+    /// Joins tensors along `dim`. The handles are consumed; the public JS method passes clones,
+    /// so the caller's stay valid.
     pub fn concat(
-        #[wasm_bindgen(unchecked_param_type = "Tensor[]")] tensors: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor[]")] tensors: Vec<JsTensor>,
         dim: usize,
     ) -> JsResult<JsTensor> {
-        let list = tensors_arg("concat", &tensors)?;
+        let list: Vec<Tensor> = tensors.into_iter().map(|t| t.inner).collect();
         Ok(Tensor::concat(&list, dim)?.into())
     }
 
@@ -435,25 +428,4 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         Ok(Tensor::tessdata_int8_to_f32(&weights, &scales, rows, cols)?.into())
     }
-}
-
-/// Reads a JS array of `Tensor` handles without consuming them: each element is asked for a
-/// `clone()` (a new handle to the same storage), and only that clone is moved into Rust.
-fn tensors_arg(op: &'static str, v: &JsValue) -> JsResult<Vec<Tensor>> {
-    if !js_sys::Array::is_array(v) {
-        return Err(invalid(op, "expected an array of Tensor"));
-    }
-    js_sys::Array::from(v)
-        .iter()
-        .map(|item| {
-            let clone = js_sys::Reflect::get(&item, &"clone".into())
-                .ok()
-                .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-                .and_then(|f| f.call0(&item).ok())
-                .ok_or_else(|| invalid(op, "every element must be a Tensor"))?;
-            JsTensor::try_from_js_value(clone)
-                .map(|t| t.inner)
-                .map_err(|_| invalid(op, "every element must be a Tensor"))
-        })
-        .collect()
 }
