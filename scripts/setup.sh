@@ -7,16 +7,53 @@
 #   - npm devDependencies (binaryen's wasm-opt 132, playwright-core) from package-lock.json
 # Never Debian's binaryen: its wasm-opt 108 silently breaks SIMD output. Nothing downloads
 # binaries from outside the registries (wasm-pack runs with --mode no-install).
+# Root is needed only to apt-get a missing Chromium; where it cannot install (not root, no apt)
+# it stops with one message saying what is missing and how to provide it. An existing browser
+# can be named with CHROMIUM=/path/to/chrome CHROMEDRIVER=/path/to/chromedriver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 log() { printf '[setup] %s\n' "$*"; }
+fail() {
+  printf '[setup] cannot continue: %s\n' "$*" >&2
+  exit 1
+}
 
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# Headless Chromium + chromedriver (the browser tests).
+if [ -n "${CHROMIUM:-}${CHROMEDRIVER:-}" ]; then
+  for v in CHROMIUM CHROMEDRIVER; do
+    [ -x "${!v:-}" ] || fail "$v=${!v:-} is not an executable file; set both CHROMIUM and CHROMEDRIVER to an installed Chrome/Chromium and its matching chromedriver, or unset them"
+  done
+elif ! have chromium || ! have chromedriver; then
+  missing=$(for c in chromium chromedriver; do have "$c" || printf '%s ' "$c"; done)
+  if [ "$(id -u)" != 0 ] || ! have apt-get; then
+    fail "missing ${missing% } (headless browser tests). Install Debian's packages as root (apt-get install chromium chromium-driver), or point at an existing browser: CHROMIUM=/path/to/chrome CHROMEDRIVER=/path/to/chromedriver npm test"
+  fi
   log "installing chromium + chromium-driver (apt)"
   apt-get update -qq >/dev/null
-  apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1
+  apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || fail "apt-get install chromium chromium-driver failed"
 fi
+
+# wasm-pack's browser tests read the Chrome binary from webdriver.json: written here for the
+# browser in use (ignored by git), with the flags a root user and a closed network need.
+chrome=${CHROMIUM:-$(command -v chromium)}
+cat > webdriver.json.new <<JSON
+{
+  "goog:chromeOptions": {
+    "binary": "$chrome",
+    "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--disable-quic", "--no-first-run", "--enable-features=WebAssemblyRelaxedSimd"]
+  }
+}
+JSON
+if cmp -s webdriver.json.new webdriver.json; then rm webdriver.json.new; else mv webdriver.json.new webdriver.json; fi
+
+for tool in rustup cargo node npm; do
+  have "$tool" || fail "$tool is not installed (Rust via rustup; Node >= 20 with npm)"
+done
 
 installed_targets=$(rustup target list --installed)
 grep -qx wasm32-unknown-unknown <<<"$installed_targets" || rustup target add wasm32-unknown-unknown

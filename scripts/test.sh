@@ -17,12 +17,12 @@ step "native cargo test (test profile: opt-level 2)"
 cargo test -q
 
 step "wasm-pack test --headless --chrome (wasm32 + simd128)"
-wasm-pack test --headless --chrome --mode no-install
+wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install
 
 step "relaxed-SIMD build: kernel and quant tests in headless Chromium"
 CARGO_TARGET_DIR=target/relaxed \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
-  wasm-pack test --headless --chrome --mode no-install -- --test kernels --test quant --test ops
+  wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --test kernels --test quant --test ops
 
 step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
 bash scripts/test-threads.sh

@@ -2,10 +2,10 @@
 // a model from a file) and from a plain ES-module page with no bundler (the Worker engine).
 import test from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createServer } from "node:http";
 import { createReadStream, statSync } from "node:fs";
 import { launch } from "./browser.mjs";
@@ -21,6 +21,33 @@ test.before(() => {
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--silent", join(dir, tgz)], { cwd: dir });
   copyFileSync(join(repo, "tests/fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf"), join(dir, "tiny.gguf"));
+});
+
+test("the tarball carries every wasm build, the licence files and the checked API layer", () => {
+  const tgz = readdirSync(dir).find((f) => f.endsWith(".tgz"));
+  const files = execFileSync("tar", ["tzf", join(dir, tgz)]).toString().split("\n");
+  for (const f of ["LICENSE-MIT", "LICENSE-APACHE", "js/api.js", "js/args.js", "js/errors.js",
+    ...["pkg", "pkg-relaxed", "pkg-threads", "pkg-relaxed-threads"].flatMap((p) => [`${p}/kopitiam_wasm.js`, `${p}/kopitiam_wasm_bg.wasm`])]) {
+    assert.ok(files.includes(`package/${f}`), `${f} is in the tarball`);
+  }
+});
+
+test("npm pack in a clean clone without the wasm toolchain refuses instead of packing a broken package", () => {
+  // The tracked and new files of this checkout, without pkg*/, target/ or node_modules/.
+  const clone = mkdtempSync(join(tmpdir(), "kopitiam-clone-"));
+  const home = mkdtempSync(join(tmpdir(), "kopitiam-home-"));
+  const list = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "-z"], { cwd: repo }).toString().split("\0").filter(Boolean);
+  for (const f of list.filter((f) => existsSync(join(repo, f)))) {
+    mkdirSync(dirname(join(clone, f)), { recursive: true });
+    copyFileSync(join(repo, f), join(clone, f));
+  }
+  // HOME elsewhere hides ~/.cargo/bin (wasm-pack, wasm-bindgen); no node_modules hides wasm-opt.
+  const r = spawnSync("npm", ["pack", "--pack-destination", clone], {
+    cwd: clone, env: { ...process.env, HOME: home, PATH: "/usr/local/bin:/usr/bin:/bin" }, encoding: "utf8",
+  });
+  assert.notEqual(r.status, 0, "npm pack must fail");
+  assert.match(r.stderr, /prepack: .* is missing, so the wasm builds \(pkg\*\/\) cannot be made; run `npm run setup`/);
+  assert.equal(readdirSync(clone).filter((f) => f.endsWith(".tgz")).length, 0, "no tarball written");
 });
 
 test("Node 20: Tensor API and a model from a file", () => {
