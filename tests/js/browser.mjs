@@ -21,3 +21,23 @@ export function launch() {
     args: CHROMIUM_ARGS,
   });
 }
+
+/**
+ * Serves the repo (as `npm start` does), opens `path` in a new headless Chromium and hands
+ * `{ page, errors }` (uncaught page errors) to `body`; closes both afterwards.
+ */
+export async function withRepoPage(path, body) {
+  const { serve } = await import("../../scripts/serve.mjs");
+  const server = await serve(0);
+  const browser = await launch();
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(`http://127.0.0.1:${server.address().port}${path}`);
+    return await body({ page, errors });
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}

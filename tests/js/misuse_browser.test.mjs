@@ -2,27 +2,15 @@
 // main thread and the Worker engine, each case with its exact code, the instance healthy after.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { serve } from "../../scripts/serve.mjs";
-import { launch } from "./browser.mjs";
+import { withRepoPage } from "./browser.mjs";
 
-test("misuse in Chromium: public API and Worker engine", async () => {
-  const server = await serve(0);
-  const browser = await launch();
-  try {
-    const page = await browser.newPage();
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${server.address().port}/tests/js/misuse/page.html`);
-    await page.waitForFunction(() => window.misuseResult, null, { timeout: 240_000 });
-    const r = await page.evaluate(() => window.misuseResult);
-    assert.equal(r.error, undefined);
-    console.log(`misuse in Chromium: ${r.api.cases} API cases, ${r.engine.cases} engine cases; loops (ms): ${JSON.stringify(r.api.timings)}`);
-    assert.deepEqual([...r.api.failures, ...r.engine.failures], []);
-    assert.ok(r.api.greedyOk, "greedy tokens equal llama.cpp's after everything");
-    assert.ok(r.api.memoryGrowth <= 4 << 20, `wasm memory grew by ${r.api.memoryGrowth} bytes`);
-    assert.deepEqual(errors, []);
-  } finally {
-    await browser.close();
-    server.close();
-  }
-});
+test("misuse in Chromium: public API and Worker engine", () => withRepoPage("/tests/js/misuse/page.html", async ({ page, errors }) => {
+  await page.waitForFunction(() => window.misuseResult, null, { timeout: 240_000 });
+  const r = await page.evaluate(() => window.misuseResult);
+  assert.equal(r.error, undefined);
+  console.log(`misuse in Chromium: ${r.api.cases} API cases, ${r.engine.cases} engine cases; loops (ms): ${JSON.stringify(r.api.timings)}`);
+  assert.deepEqual([...r.api.failures, ...r.engine.failures], []);
+  assert.ok(r.api.greedyOk, "greedy tokens equal llama.cpp's after everything");
+  assert.ok(r.api.memoryGrowth <= 4 << 20, `wasm memory grew by ${r.api.memoryGrowth} bytes`);
+  assert.deepEqual(errors, []);
+}));

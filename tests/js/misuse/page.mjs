@@ -2,18 +2,9 @@
 // Worker engine. Sets `window.misuseResult`.
 import * as kw from "/js/index.js";
 import { engineCases } from "./cases.mjs";
-import { fixtureOf, runMisuse } from "./run.mjs";
+import { expectCode, fixtureOf, runMisuse } from "./run.mjs";
 
 const FIXTURE = "/tests/fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf";
-
-async function expectCode(f, code) {
-  try {
-    await f();
-    return "did not throw";
-  } catch (e) {
-    return e?.name === "KopitiamError" && e.code === code ? null : `code ${e?.code} (${e?.name}: ${e?.message})`;
-  }
-}
 
 async function runEngine(fx) {
   const failures = [];

@@ -5,7 +5,7 @@ import { asyncCases, greedyMatches, health, loopKinds, misuseCases } from "./cas
 export const LOOP_COUNT = 100_000;
 
 /** Whether `f()` (or its promise) throws a KopitiamError with `code`: `null` if so, else why not. */
-async function expectCode(f, code) {
+export async function expectCode(f, code) {
   try {
     await f();
     return "did not throw";
