@@ -18,6 +18,7 @@
 //! `usize`), and no input can make it panic. The data section is bounds-checked but never copied:
 //! [`GgufFile::tensor_bytes`] borrows a tensor's bytes from the caller's buffer.
 
+use crate::storage::try_with_capacity;
 use crate::{DType, Error, Result, Shape};
 use std::collections::HashSet;
 
@@ -463,13 +464,6 @@ fn is_valid_alignment(a: usize) -> bool {
     a.is_power_of_two() && u32::try_from(a).is_ok()
 }
 
-/// `Vec::with_capacity` that reports [`Error::AllocationFailed`] instead of aborting.
-fn try_vec<T>(n: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::alloc::<T>(n))?;
-    Ok(v)
-}
-
 /// Items whose in-memory size is several times their minimum size in the file (KV pairs, tensor
 /// infos, strings of an array) get at most this much capacity up front and grow only as items
 /// are actually read, so a hostile count costs memory in proportion to the bytes behind it.
@@ -477,7 +471,7 @@ const GROW_CAP: usize = 1024;
 
 /// A vector for `n` bounds-checked items, reserved up to [`GROW_CAP`].
 fn growing_vec<T>(n: usize) -> Result<Vec<T>> {
-    try_vec(n.min(GROW_CAP))
+    try_with_capacity(n.min(GROW_CAP))
 }
 
 /// `v.push(x)`, reporting [`Error::AllocationFailed`] instead of aborting when growth fails.
@@ -612,7 +606,7 @@ impl GgufFile {
                         format!("tensor {name:?} has {n_dims} dimensions; at most {MAX_DIMS} are allowed"),
                     )
                 })?;
-            let mut dims: Vec<usize> = try_vec(n_dims)?;
+            let mut dims: Vec<usize> = try_with_capacity(n_dims)?;
             // Product with zero dims counted as 1: it must fit even when the element count is 0,
             // so that no partial product, in any order, overflows (see `dims_bound`).
             let mut bound: usize = 1;
@@ -985,7 +979,7 @@ impl<'a> Cursor<'a> {
             .checked_mul(N)
             .ok_or_else(|| invalid(pos, "array byte size overflows"))?;
         let raw = self.take(total, "array elements")?;
-        let mut out = try_vec(n)?;
+        let mut out = try_with_capacity(n)?;
         for chunk in raw.chunks_exact(N) {
             let a: [u8; N] = chunk
                 .try_into()
@@ -1054,7 +1048,7 @@ impl<'a> Cursor<'a> {
             Ty::I64 => Array::I64(self.fixed(n, i64::from_le_bytes)?),
             Ty::F64 => Array::F64(self.fixed(n, f64::from_le_bytes)?),
             Ty::Bool => {
-                let mut v = try_vec(n)?;
+                let mut v = try_with_capacity(n)?;
                 for _ in 0..n {
                     v.push(self.bool(key)?);
                 }

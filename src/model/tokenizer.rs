@@ -35,6 +35,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use crate::gguf::StrArray;
+use crate::storage::{try_vec, try_with_capacity};
 use crate::{Error, Result};
 
 /// GGUF `tokenizer.ggml.token_type` values (llama.cpp `llama_token_type`).
@@ -172,7 +173,7 @@ impl Tokenizer {
             ));
         }
         let scores = if scores.is_empty() {
-            vec![0.0; n]
+            try_vec(n, 0.0)?
         } else if scores.len() == n {
             scores
         } else {
@@ -182,7 +183,7 @@ impl Tokenizer {
             ));
         };
         let types: Vec<TokenType> = if types.is_empty() {
-            vec![TokenType::Normal; n]
+            try_vec(n, TokenType::Normal)?
         } else if types.len() == n {
             types.into_iter().map(TokenType::from_gguf).collect()
         } else {
@@ -222,7 +223,7 @@ impl Tokenizer {
         }
 
         // The arena. Empty texts are renamed as llama.cpp does, so every text is non-empty.
-        let total: usize = tokens
+        let total = tokens
             .iter()
             .enumerate()
             .map(|(i, t)| {
@@ -232,15 +233,16 @@ impl Tokenizer {
                     t.len()
                 }
             })
-            .sum();
-        if total > u32::MAX as usize {
+            .try_fold(0usize, |acc, len| acc.checked_add(len))
+            .filter(|&t| t <= u32::MAX as usize);
+        let Some(total) = total else {
             return Err(meta(
                 "tokenizer.ggml.tokens",
-                format!("{total} bytes of token text exceed the 4 GiB arena"),
+                "the token texts exceed the 4 GiB arena".into(),
             ));
-        }
-        let mut arena = Vec::with_capacity(total);
-        let mut offsets = Vec::with_capacity(n + 1);
+        };
+        let mut arena = try_with_capacity(total)?;
+        let mut offsets = try_with_capacity(n + 1)?;
         offsets.push(0u32);
         for (i, t) in tokens.iter().enumerate() {
             if t.is_empty() {

@@ -38,5 +38,8 @@ test("an input too large for wasm memory is AllocationFailed, not an aborted ins
   for (const f of [() => kw.GgufFile.parse(big), () => kw.Model.fromBytes(big), () => new kw.ModelLoader().push(big)]) {
     assert.throws(f, (e) => e.code === "AllocationFailed" && /4000000000 bytes/.test(e.message));
   }
+  // Sizes above 4 GiB are reported as they are, not saturated at 2^32 - 1.
+  assert.throws(() => new kw.ModelLoader(2 ** 40), (e) => e.code === "AllocationFailed" && /1099511627776 bytes/.test(e.message));
+  assert.throws(() => kw.Tensor.zeros([65536, 65536, 16]), (e) => e.code === "SizeOverflow" && /68719476736/.test(e.message));
   assert.deepEqual(Array.from(kw.Tensor.fromFloat32Array([1, 2], [2]).exp().toFloat32Array()), [Math.fround(Math.E), Math.fround(Math.E ** 2)]);
 });
