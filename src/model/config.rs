@@ -13,8 +13,32 @@ pub enum Arch {
     /// Gemma 3: scaled embeddings, q/k norms, post-attention/post-FFN norms, GELU-tanh gated FFN,
     /// sliding-window layers with their own RoPE base, tied LM head.
     Gemma3,
-    /// The llama family: plain pre-norm blocks, SiLU gated FFN, one RoPE base, untied output.
+    /// The llama family: plain pre-norm blocks, SiLU gated FFN, one RoPE base (normal pairs,
+    /// optionally linearly scaled and per-dimension `rope_freqs`), tied or untied output.
     Llama,
+    /// Qwen 2 / 2.5: llama with q/k/v biases and NEOX RoPE.
+    Qwen2,
+    /// Qwen 3: llama with per-head q/k RMSNorms, NEOX RoPE and an explicit head size.
+    Qwen3,
+    /// Phi-3: llama with fused `attn_qkv` and gate|up `ffn_up`, NEOX RoPE, full attention (the
+    /// file's sliding-window key is ignored, as llama.cpp does).
+    Phi3,
+}
+
+impl Arch {
+    /// GGUF `general.architecture` names, in the order of [`Arch::from_name`]'s table.
+    pub const NAMES: [&'static str; 5] = ["gemma3", "llama", "qwen2", "qwen3", "phi3"];
+
+    pub fn from_name(name: &str) -> Option<Arch> {
+        let all = [
+            Arch::Gemma3,
+            Arch::Llama,
+            Arch::Qwen2,
+            Arch::Qwen3,
+            Arch::Phi3,
+        ];
+        Arch::NAMES.iter().position(|&n| n == name).map(|i| all[i])
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +70,10 @@ pub struct Config {
     /// RoPE base of sliding-window layers.
     pub rope_base_swa: f32,
     pub rope_style: RopeStyle,
+    /// How many leading dimensions of each head RoPE rotates (`rope.dimension_count`).
+    pub n_rot: usize,
+    /// Linear RoPE scaling: positions are multiplied by this (`1 / rope.scaling.factor`).
+    pub rope_freq_scale: f32,
     /// Window of the sliding layers in positions, self included (`None`: every layer is global).
     pub sliding_window: Option<usize>,
     /// Layer `il` is global iff `il % swa_period == swa_period - 1` (Gemma 3: 6).
@@ -54,7 +82,11 @@ pub struct Config {
     pub embed_scale: Option<f32>,
     /// Queries are multiplied by this before `q·k` (`1/sqrt(head_dim)`).
     pub attn_scale: f32,
+    /// Per-head RMSNorms of q and k before RoPE (`attn_q_norm`, `attn_k_norm`).
     pub qk_norm: bool,
+    /// Biases added after the q, k and v projections.
+    pub qkv_bias: bool,
+    /// RMSNorms of each block's output before the residual add.
     pub post_norms: bool,
     pub activation: Activation,
     /// The context length the model was trained with (an upper bound for the KV cache).
@@ -64,15 +96,12 @@ pub struct Config {
 impl Config {
     pub fn from_gguf(g: &GgufFile) -> Result<Config> {
         let arch_name = g.architecture()?.to_string();
-        let arch = match arch_name.as_str() {
-            "gemma3" => Arch::Gemma3,
-            "llama" => Arch::Llama,
-            other => {
-                return Err(Error::UnsupportedModel {
-                    reason: format!("architecture {other:?} (supported: gemma3, llama)"),
-                })
-            }
-        };
+        let arch = Arch::from_name(&arch_name).ok_or_else(|| Error::UnsupportedModel {
+            reason: format!(
+                "architecture {arch_name:?} (supported: {})",
+                Arch::NAMES.join(", ")
+            ),
+        })?;
         let key = |k: &str| format!("{arch_name}.{k}");
         let u = |k: &str| g.get_u32(&key(k)).map(|v| v as usize);
         let n_embd = u("embedding_length")?;
@@ -84,9 +113,14 @@ impl Config {
         };
         let n_vocab = g.get_str_array("tokenizer.ggml.tokens")?.len();
         let rope_base = g.get_f32(&key("rope.freq_base")).unwrap_or(10_000.0);
+        let gemma = arch == Arch::Gemma3;
         let sliding_window = match arch {
             Arch::Gemma3 => u("attention.sliding_window").ok().filter(|&w| w > 0),
-            Arch::Llama => None,
+            _ => None,
+        };
+        let rope_freq_scale = match g.get_str(&key("rope.scaling.type")) {
+            Ok("linear") => 1.0 / g.get_f32(&key("rope.scaling.factor"))?,
+            _ => 1.0,
         };
         let cfg = Config {
             arch,
@@ -99,23 +133,21 @@ impl Config {
             n_ff: u("feed_forward_length")?,
             rms_eps: g.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
             rope_base,
-            rope_base_swa: if arch == Arch::Gemma3 {
-                10_000.0
-            } else {
-                rope_base
+            rope_base_swa: if gemma { 10_000.0 } else { rope_base },
+            rope_style: match arch {
+                Arch::Llama => RopeStyle::Normal,
+                _ => RopeStyle::Neox,
             },
-            rope_style: if arch == Arch::Gemma3 {
-                RopeStyle::Neox
-            } else {
-                RopeStyle::Normal
-            },
+            n_rot: u("rope.dimension_count").unwrap_or(head_dim),
+            rope_freq_scale,
             sliding_window,
             swa_period: 6,
-            embed_scale: (arch == Arch::Gemma3).then(|| (n_embd as f32).sqrt()),
+            embed_scale: gemma.then(|| (n_embd as f32).sqrt()),
             attn_scale: 1.0 / (head_dim as f32).sqrt(),
-            qk_norm: arch == Arch::Gemma3,
-            post_norms: arch == Arch::Gemma3,
-            activation: if arch == Arch::Gemma3 {
+            qk_norm: matches!(arch, Arch::Gemma3 | Arch::Qwen3),
+            qkv_bias: arch == Arch::Qwen2,
+            post_norms: gemma,
+            activation: if gemma {
                 Activation::GeluTanh
             } else {
                 Activation::Silu
@@ -149,8 +181,14 @@ impl Config {
                 self.n_head, self.n_head_kv
             ));
         }
-        if self.head_dim % 2 != 0 {
-            return bad(format!("odd head size {} cannot be rotated", self.head_dim));
+        if self.n_rot % 2 != 0 || self.n_rot == 0 || self.n_rot > self.head_dim {
+            return bad(format!(
+                "RoPE over {} of {} head dimensions cannot be rotated",
+                self.n_rot, self.head_dim
+            ));
+        }
+        if !(self.rope_freq_scale.is_finite() && self.rope_freq_scale > 0.0) {
+            return bad(format!("RoPE scale {}", self.rope_freq_scale));
         }
         Ok(())
     }

@@ -1,10 +1,13 @@
-//! The forward pass of a decoder-only transformer, in the plain style of llama2.c: one function,
-//! explicit loops over rows, heads and positions, shapes in the comments, every buffer
-//! preallocated in `Scratch` so a decode step allocates nothing.
+//! The forward pass of a decoder-only transformer, in the plain style of llama2.c: `forward`
+//! reads top to bottom as embed → (attention, feed-forward) per layer → LM head, each a named
+//! step with explicit loops over rows, heads and positions and shapes in the comments; every
+//! buffer is preallocated in `Scratch` so a decode step allocates nothing. What differs between
+//! architectures is data in `Config` and `Weights` (optional biases and norms, RoPE style and
+//! extent), never a branch on the architecture here.
 
 use super::config::{Activation, Config, RopeStyle};
 use super::kv_cache::KvCache;
-use super::weights::{Linear, Weights};
+use super::weights::{LayerWeights, Linear, Weights};
 use crate::error::{Error, Result};
 use crate::ops::kernels::{axpy, axpy4, dot, dot4};
 use crate::ops::{gelu_tanh, rms_norm_row};
@@ -77,15 +80,28 @@ impl Scratch {
     }
 }
 
-/// Fills `table` (`[n, d/2, 2]`) with `(cos θ_i, sin θ_i)` for positions `pos0..pos0 + n`, θ_i
-/// built by repeated f32 multiplication (`θ_0 = pos`, `θ_{i+1} = θ_i · base^(-2/d)`) exactly as
-/// ggml builds its cache. Computed once per forward call and shared by every layer and head.
-fn rope_table(table: &mut [f32], pos0: usize, n: usize, d: usize, base: f32) {
-    let theta_scale = base.powf(-2.0 / d as f32);
-    for (i, row) in table.chunks_exact_mut(d).take(n).enumerate() {
+/// RoPE of one forward call: which dimensions, how positions map to angles.
+struct RopeParams<'a> {
+    /// Rotated dimensions per head (the first `n_rot`; the rest pass through).
+    n_rot: usize,
+    base: f32,
+    /// Linear scaling of positions (1 = none).
+    freq_scale: f32,
+    /// Per-pair divisors of the angle (Llama 3.1's `rope_freqs`), `[n_rot / 2]`.
+    factors: Option<&'a [f32]>,
+}
+
+/// Fills `table` (`[n, n_rot/2, 2]`) with `(cos θ_i, sin θ_i)` for positions `pos0..pos0 + n`,
+/// θ built as ggml builds its cache: a running product `θ'_0 = pos`, `θ'_{i+1} = θ'_i ·
+/// base^(-2/n_rot)`, then `θ_i = freq_scale · (θ'_i / factor_i)` (exact when both are 1).
+/// Computed once per forward call and shared by every layer and head.
+fn rope_table(table: &mut [f32], pos0: usize, n: usize, p: &RopeParams) {
+    let theta_scale = p.base.powf(-2.0 / p.n_rot as f32);
+    for (i, row) in table.chunks_exact_mut(p.n_rot).take(n).enumerate() {
         let mut theta = (pos0 + i) as f32;
-        for cs in row.chunks_exact_mut(2) {
-            let (s, c) = theta.sin_cos();
+        for (k, cs) in row.chunks_exact_mut(2).enumerate() {
+            let factor = p.factors.and_then(|f| f.get(k)).copied().unwrap_or(1.0);
+            let (s, c) = (p.freq_scale * (theta / factor)).sin_cos();
             cs[0] = c;
             cs[1] = s;
             theta *= theta_scale;
@@ -93,13 +109,14 @@ fn rope_table(table: &mut [f32], pos0: usize, n: usize, d: usize, base: f32) {
     }
 }
 
-/// Rotates one head in place with one position's `(cos, sin)` row of a [`rope_table`].
+/// Rotates the first `cs.len()` dimensions of one head in place with one position's
+/// `(cos, sin)` row of a [`rope_table`].
 fn rope(x: &mut [f32], cs: &[f32], style: RopeStyle) {
-    let d = x.len();
-    for (i, cs) in cs.chunks_exact(2).take(d / 2).enumerate() {
+    let half = cs.len() / 2;
+    for (i, cs) in cs.chunks_exact(2).enumerate() {
         let (c, s) = (cs[0], cs[1]);
         let (a, b) = match style {
-            RopeStyle::Neox => (i, i + d / 2),
+            RopeStyle::Neox => (i, i + half),
             RopeStyle::Normal => (2 * i, 2 * i + 1),
         };
         let (x0, x1) = (x[a], x[b]);
@@ -148,20 +165,32 @@ pub fn forward<'s>(
     }
     let logit_rows = if which == Logits::All { n } else { 1 };
     s.ensure(cfg, n, logit_rows, cache.capacity())?;
-    let (d, hd, qd, kvd, ff) = (
-        cfg.n_embd,
-        cfg.head_dim,
-        cfg.q_dim(),
-        cfg.kv_dim(),
-        cfg.n_ff,
-    );
-    let eps = cfg.rms_eps;
-    let (rope_global, rope_local) = s.rope[..2 * n * hd].split_at_mut(n * hd);
-    rope_table(rope_global, pos0, n, hd, cfg.rope_base);
-    rope_table(rope_local, pos0, n, hd, cfg.rope_base_swa);
+    let nr = cfg.n_rot;
+    let (rope_global, rope_local) = s.rope[..2 * n * nr].split_at_mut(n * nr);
+    for (table, base) in [
+        (rope_global, cfg.rope_base),
+        (rope_local, cfg.rope_base_swa),
+    ] {
+        let p = RopeParams {
+            n_rot: nr,
+            base,
+            freq_scale: cfg.rope_freq_scale,
+            factors: w.rope_freqs.as_deref(),
+        };
+        rope_table(table, pos0, n, &p);
+    }
+    embed(cfg, w, tokens, &mut s.x)?; // x [n, d]
+    for (il, lw) in w.layers.iter().enumerate() {
+        attention(cfg, lw, il, cache, s, n, pos0)?; // x += attention(norm(x))
+        feed_forward(cfg, lw, s, n)?; // x += ffn(norm(x))
+    }
+    lm_head(cfg, w, s, n, logit_rows)
+}
 
-    // x[i] = embedding(token_i) · embed_scale                                   [n, d]
-    for (i, &t) in tokens.iter().enumerate() {
+/// `x[i] = embedding(token_i) · embed_scale`                                      `[n, d]`
+fn embed(cfg: &Config, w: &Weights, tokens: &[u32], x: &mut [f32]) -> Result<()> {
+    let d = cfg.n_embd;
+    for (&t, row) in tokens.iter().zip(x.chunks_exact_mut(d)) {
         if t as usize >= cfg.n_vocab {
             return Err(Error::IndexOutOfRange {
                 op: "forward",
@@ -169,129 +198,164 @@ pub fn forward<'s>(
                 size: cfg.n_vocab,
             });
         }
-        let row = &mut s.x[i * d..(i + 1) * d];
         w.token_embd.row(t as usize, row)?;
         if let Some(scale) = cfg.embed_scale {
             row.iter_mut().for_each(|v| *v *= scale);
         }
     }
+    Ok(())
+}
 
-    for (il, lw) in w.layers.iter().enumerate() {
-        // ---- attention -----------------------------------------------------------------
-        for i in 0..n {
-            rms_norm_row(
-                &s.x[i * d..(i + 1) * d],
-                &lw.attn_norm,
-                eps,
-                &mut s.xb[i * d..(i + 1) * d],
-            );
+/// `xb[i] = rms_norm(x[i]) · weight` for the first `n` rows.
+fn norm_rows(x: &[f32], weight: &[f32], eps: f32, xb: &mut [f32], n: usize) {
+    let d = weight.len();
+    for (xr, yr) in x.chunks_exact(d).zip(xb.chunks_exact_mut(d)).take(n) {
+        rms_norm_row(xr, weight, eps, yr);
+    }
+}
+
+/// `rows[i] += bias` for every row (no-op without a bias).
+fn add_bias(rows: &mut [f32], bias: Option<&[f32]>) {
+    if let Some(b) = bias {
+        for r in rows.chunks_exact_mut(b.len()) {
+            r.iter_mut().zip(b).for_each(|(v, &c)| *v += c);
         }
-        // q [n, n_head·hd], k and v [n, n_kv·hd]: one job over the three weights
-        Linear::forward_many(
-            &[&lw.wq, &lw.wk, &lw.wv],
-            &s.xb[..n * d],
-            &mut [&mut s.q[..n * qd], &mut s.k[..n * kvd], &mut s.v[..n * kvd]],
-            &mut s.mm,
-        )?;
+    }
+}
 
-        let sliding = cfg.is_sliding(il);
-        let table = &s.rope[if sliding { n * hd } else { 0 }..][..n * hd];
-        for i in 0..n {
-            let cs = &table[i * hd..(i + 1) * hd];
-            for (heads, norm) in [
-                (&mut s.q[i * qd..(i + 1) * qd], &lw.q_norm),
-                (&mut s.k[i * kvd..(i + 1) * kvd], &lw.k_norm),
-            ] {
-                for h in heads.chunks_exact_mut(hd) {
-                    if let Some(nw) = norm {
-                        s.head[..hd].copy_from_slice(h);
-                        rms_norm_row(&s.head[..hd], nw, eps, h);
-                    }
-                    rope(h, cs, cfg.rope_style);
+/// One attention block for `n` tokens at `pos0..`: `x += wo · attend(rope(q), rope(k), v)`, with
+/// q, k, v from `norm(x)`, their keys and values appended to `cache` for layer `il`.
+fn attention(
+    cfg: &Config,
+    lw: &LayerWeights,
+    il: usize,
+    cache: &mut KvCache,
+    s: &mut Scratch,
+    n: usize,
+    pos0: usize,
+) -> Result<()> {
+    let (d, hd, qd, kvd, nr) = (
+        cfg.n_embd,
+        cfg.head_dim,
+        cfg.q_dim(),
+        cfg.kv_dim(),
+        cfg.n_rot,
+    );
+    let eps = cfg.rms_eps;
+    norm_rows(&s.x, &lw.attn_norm, eps, &mut s.xb, n);
+    // q [n, n_head·hd], k and v [n, n_kv·hd]: one job over the three weights
+    Linear::forward_many(
+        &[&lw.wq, &lw.wk, &lw.wv],
+        &s.xb[..n * d],
+        &mut [&mut s.q[..n * qd], &mut s.k[..n * kvd], &mut s.v[..n * kvd]],
+        &mut s.mm,
+    )?;
+    add_bias(&mut s.q[..n * qd], lw.bq.as_deref());
+    add_bias(&mut s.k[..n * kvd], lw.bk.as_deref());
+    add_bias(&mut s.v[..n * kvd], lw.bv.as_deref());
+
+    let sliding = cfg.is_sliding(il);
+    let table = &s.rope[if sliding { n * nr } else { 0 }..][..n * nr];
+    for i in 0..n {
+        let cs = &table[i * nr..(i + 1) * nr];
+        for (heads, norm) in [
+            (&mut s.q[i * qd..(i + 1) * qd], &lw.q_norm),
+            (&mut s.k[i * kvd..(i + 1) * kvd], &lw.k_norm),
+        ] {
+            for h in heads.chunks_exact_mut(hd) {
+                if let Some(nw) = norm {
+                    s.head[..hd].copy_from_slice(h);
+                    rms_norm_row(&s.head[..hd], nw, eps, h);
                 }
-            }
-            // Scale Q (kept in f32: rounding it through f16 as one llama.cpp path does measured
-            // further from llama.cpp's logits on the fixture, not closer).
-            for v in &mut s.q[i * qd..(i + 1) * qd] {
-                *v *= cfg.attn_scale;
+                rope(h, cs, cfg.rope_style);
             }
         }
-        cache.store(il, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
+        // Scale Q (kept in f32: rounding it through f16 as one llama.cpp path does measured
+        // further from llama.cpp's logits on the fixture, not closer).
+        for v in &mut s.q[i * qd..(i + 1) * qd] {
+            *v *= cfg.attn_scale;
+        }
+    }
+    cache.store(il, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
 
-        // att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j over visible positions j       [n, q_dim]
-        // Tokens are independent here, so a prompt's rows are spread over the threads.
-        let (cache_r, q_all, slots) = (&*cache, &s.q[..n * qd], &s.scores);
-        parallel::for_each_chunk_mut(&mut s.att[..n * qd], qd, |i, out| {
-            let pos = pos0 + i;
-            let lo = match (sliding, cfg.sliding_window) {
-                (true, Some(win)) => (pos + 1).saturating_sub(win),
-                _ => 0,
+    // att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j over visible positions j       [n, q_dim]
+    // Tokens are independent here, so a prompt's rows are spread over the threads.
+    let (cache_r, q_all, slots) = (&*cache, &s.q[..n * qd], &s.scores);
+    parallel::for_each_chunk_mut(&mut s.att[..n * qd], qd, |i, out| {
+        let pos = pos0 + i;
+        let lo = match (sliding, cfg.sliding_window) {
+            (true, Some(win)) => (pos + 1).saturating_sub(win),
+            _ => 0,
+        };
+        let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
+        let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let q = &q_all[i * qd..(i + 1) * qd];
+        attend(cfg, cache_r, il, lo..pos + 1, q, out, &mut scores);
+    });
+    lw.wo
+        .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
+    add_branch(
+        &mut s.x[..n * d],
+        &mut s.proj[..n * d],
+        &mut s.xb[..n * d],
+        lw.post_attn_norm.as_deref(),
+        d,
+        eps,
+    );
+    Ok(())
+}
+
+/// One gated feed-forward block: `x += w_down · (act(w_gate · norm(x)) ⊙ (w_up · norm(x)))`.
+fn feed_forward(cfg: &Config, lw: &LayerWeights, s: &mut Scratch, n: usize) -> Result<()> {
+    let (d, ff, eps) = (cfg.n_embd, cfg.n_ff, cfg.rms_eps);
+    norm_rows(&s.x, &lw.ffn_norm, eps, &mut s.xb, n);
+    // gate and up [n, ff]: one job over both weights
+    Linear::forward_many(
+        &[&lw.w_gate, &lw.w_up],
+        &s.xb[..n * d],
+        &mut [&mut s.gate[..n * ff], &mut s.up[..n * ff]],
+        &mut s.mm,
+    )?;
+    let up = &s.up[..n * ff];
+    parallel::for_each_chunk_mut(&mut s.gate[..n * ff], ff, |i, gate| {
+        for (g, &u) in gate.iter_mut().zip(&up[i * ff..(i + 1) * ff]) {
+            let a = match cfg.activation {
+                Activation::GeluTanh => gelu_f16_table(*g),
+                Activation::Silu => *g / (1.0 + (-*g).exp()),
             };
-            let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
-            let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
-            let q = &q_all[i * qd..(i + 1) * qd];
-            attend(cfg, cache_r, il, lo..pos + 1, q, out, &mut scores);
-        });
-        lw.wo
-            .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
-        add_branch(
-            &mut s.x[..n * d],
-            &mut s.proj[..n * d],
-            &mut s.xb[..n * d],
-            lw.post_attn_norm.as_deref(),
-            d,
-            eps,
-        );
-
-        // ---- feed-forward --------------------------------------------------------------
-        for i in 0..n {
-            rms_norm_row(
-                &s.x[i * d..(i + 1) * d],
-                &lw.ffn_norm,
-                eps,
-                &mut s.xb[i * d..(i + 1) * d],
-            );
+            *g = a * u;
         }
-        // gate and up [n, ff]: one job over both weights
-        Linear::forward_many(
-            &[&lw.w_gate, &lw.w_up],
-            &s.xb[..n * d],
-            &mut [&mut s.gate[..n * ff], &mut s.up[..n * ff]],
-            &mut s.mm,
-        )?;
-        let up = &s.up[..n * ff];
-        parallel::for_each_chunk_mut(&mut s.gate[..n * ff], ff, |i, gate| {
-            for (g, &u) in gate.iter_mut().zip(&up[i * ff..(i + 1) * ff]) {
-                let a = match cfg.activation {
-                    Activation::GeluTanh => gelu_f16_table(*g),
-                    Activation::Silu => *g / (1.0 + (-*g).exp()),
-                };
-                *g = a * u;
-            }
-        });
-        lw.w_down
-            .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
-        add_branch(
-            &mut s.x[..n * d],
-            &mut s.proj[..n * d],
-            &mut s.xb[..n * d],
-            lw.post_ffn_norm.as_deref(),
-            d,
-            eps,
-        );
-    }
+    });
+    lw.w_down
+        .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
+    add_branch(
+        &mut s.x[..n * d],
+        &mut s.proj[..n * d],
+        &mut s.xb[..n * d],
+        lw.post_ffn_norm.as_deref(),
+        d,
+        eps,
+    );
+    Ok(())
+}
 
-    // logits = lm_head · rms_norm(x)                                       [logit_rows, vocab]
+/// `logits = lm_head · rms_norm(x)` for the last `logit_rows` of `n`      `[logit_rows, vocab]`
+fn lm_head<'s>(
+    cfg: &Config,
+    w: &Weights,
+    s: &'s mut Scratch,
+    n: usize,
+    logit_rows: usize,
+) -> Result<&'s [f32]> {
+    let d = cfg.n_embd;
     let first = n - logit_rows;
-    for i in first..n {
-        let r = i - first;
-        rms_norm_row(
-            &s.x[i * d..(i + 1) * d],
-            &w.output_norm,
-            eps,
-            &mut s.xb[r * d..(r + 1) * d],
-        );
-    }
+    norm_rows(
+        &s.x[first * d..n * d],
+        &w.output_norm,
+        cfg.rms_eps,
+        &mut s.xb,
+        logit_rows,
+    );
     let v = cfg.n_vocab;
     w.lm_head().forward(
         &s.xb[..logit_rows * d],

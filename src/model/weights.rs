@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
-use super::config::{Arch, Config};
+use super::config::Config;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, matmul_into, quant_type, MatmulScratch};
+use crate::shape::checked_product;
 use crate::storage::Bytes;
 use crate::{DType, Shape, Tensor};
 use half::slice::HalfFloatSliceExt;
@@ -135,11 +136,18 @@ impl Linear {
     }
 }
 
+/// One block's weights. Fused file tensors (Phi-3's `attn_qkv` and gate|up `ffn_up`) arrive
+/// here as their row ranges, so the forward pass sees the same projections for every
+/// architecture; what an architecture lacks is `None`.
 pub struct LayerWeights {
     pub attn_norm: Vec<f32>,
     pub wq: Linear,
     pub wk: Linear,
     pub wv: Linear,
+    /// Qwen 2's biases after the q, k, v projections.
+    pub bq: Option<Vec<f32>>,
+    pub bk: Option<Vec<f32>>,
+    pub bv: Option<Vec<f32>>,
     pub q_norm: Option<Vec<f32>>,
     pub k_norm: Option<Vec<f32>>,
     pub wo: Linear,
@@ -157,6 +165,8 @@ pub struct Weights {
     /// `None` when tied to `token_embd`.
     pub output: Option<Linear>,
     pub output_norm: Vec<f32>,
+    /// Llama 3.1+'s per-dimension RoPE divisors (`rope_freqs.weight`, `[n_rot / 2]`).
+    pub rope_freqs: Option<Vec<f32>>,
     pub layers: Vec<LayerWeights>,
 }
 
@@ -167,44 +177,73 @@ impl Weights {
 
     pub fn load(cfg: &Config, g: &GgufFile, file: &Arc<Vec<u8>>) -> Result<Weights> {
         let l = Loader { g, file };
-        let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
-        let gemma = cfg.arch == Arch::Gemma3;
         // `block_count` comes from the file: every layer needs tensors, so the table bounds it.
-        let mut layers = Vec::with_capacity(cfg.n_layer.min(g.tensors.len()));
+        let mut layers = Vec::new();
+        crate::storage::try_reserve(&mut layers, cfg.n_layer.min(g.tensors.len()))?;
         for il in 0..cfg.n_layer {
-            let n = |s: &str| format!("blk.{il}.{s}.weight");
-            let opt_vec = |s: &str, len| -> Result<Option<Vec<f32>>> {
-                if gemma {
-                    l.vector(&n(s), len).map(Some)
-                } else {
-                    Ok(None)
-                }
-            };
-            layers.push(LayerWeights {
-                attn_norm: l.vector(&n("attn_norm"), d)?,
-                wq: l.linear(&n("attn_q"), qd, d)?,
-                wk: l.linear(&n("attn_k"), kvd, d)?,
-                wv: l.linear(&n("attn_v"), kvd, d)?,
-                q_norm: opt_vec("attn_q_norm", cfg.head_dim)?,
-                k_norm: opt_vec("attn_k_norm", cfg.head_dim)?,
-                wo: l.linear(&n("attn_output"), d, qd)?,
-                post_attn_norm: opt_vec("post_attention_norm", d)?,
-                ffn_norm: l.vector(&n("ffn_norm"), d)?,
-                w_gate: l.linear(&n("ffn_gate"), ff, d)?,
-                w_up: l.linear(&n("ffn_up"), ff, d)?,
-                w_down: l.linear(&n("ffn_down"), d, ff)?,
-                post_ffn_norm: opt_vec("post_ffw_norm", d)?,
-            });
+            layers.push(LayerWeights::load(cfg, &l, il)?);
         }
+        let d = cfg.n_embd;
         let output = match g.tensor("output.weight") {
             Some(_) => Some(l.linear("output.weight", cfg.n_vocab, d)?),
+            None => None,
+        };
+        let rope_freqs = match g.tensor("rope_freqs.weight") {
+            Some(_) => Some(l.vector("rope_freqs.weight", cfg.n_rot / 2)?),
             None => None,
         };
         Ok(Weights {
             token_embd: l.linear("token_embd.weight", cfg.n_vocab, d)?,
             output,
             output_norm: l.vector("output_norm.weight", d)?,
+            rope_freqs,
             layers,
+        })
+    }
+}
+
+impl LayerWeights {
+    fn load(cfg: &Config, l: &Loader, il: usize) -> Result<LayerWeights> {
+        let (d, qd, kvd, ff) = (cfg.n_embd, cfg.q_dim(), cfg.kv_dim(), cfg.n_ff);
+        let n = |s: &str| format!("blk.{il}.{s}.weight");
+        let bias = |s: &str| format!("blk.{il}.{s}.bias");
+        let when = |on: bool, name: String, len| on.then(|| l.vector(&name, len)).transpose();
+        // Q, K, V: three tensors, or one [q | k | v] tensor split by rows.
+        let [wq, wk, wv] = if l.g.tensor(&n("attn_qkv")).is_some() {
+            l.split_rows(&n("attn_qkv"), d, [qd, kvd, kvd])?
+        } else {
+            [
+                l.linear(&n("attn_q"), qd, d)?,
+                l.linear(&n("attn_k"), kvd, d)?,
+                l.linear(&n("attn_v"), kvd, d)?,
+            ]
+        };
+        // Gate and up: two tensors, or one [gate | up] `ffn_up` of 2·ff rows.
+        let [w_gate, w_up] = if l.g.tensor(&n("ffn_gate")).is_some() {
+            [
+                l.linear(&n("ffn_gate"), ff, d)?,
+                l.linear(&n("ffn_up"), ff, d)?,
+            ]
+        } else {
+            l.split_rows(&n("ffn_up"), d, [ff, ff])?
+        };
+        Ok(LayerWeights {
+            attn_norm: l.vector(&n("attn_norm"), d)?,
+            wq,
+            wk,
+            wv,
+            bq: when(cfg.qkv_bias, bias("attn_q"), qd)?,
+            bk: when(cfg.qkv_bias, bias("attn_k"), kvd)?,
+            bv: when(cfg.qkv_bias, bias("attn_v"), kvd)?,
+            q_norm: when(cfg.qk_norm, n("attn_q_norm"), cfg.head_dim)?,
+            k_norm: when(cfg.qk_norm, n("attn_k_norm"), cfg.head_dim)?,
+            wo: l.linear(&n("attn_output"), d, qd)?,
+            post_attn_norm: when(cfg.post_norms, n("post_attention_norm"), d)?,
+            ffn_norm: l.vector(&n("ffn_norm"), d)?,
+            w_gate,
+            w_up,
+            w_down: l.linear(&n("ffn_down"), d, ff)?,
+            post_ffn_norm: when(cfg.post_norms, n("post_ffw_norm"), d)?,
         })
     }
 }
@@ -289,23 +328,59 @@ impl Loader<'_> {
     }
 
     fn linear(&self, name: &str, out: usize, inp: usize) -> Result<Linear> {
+        let [l] = self.split_rows(name, inp, [out])?;
+        Ok(l)
+    }
+
+    /// The matrix `name` (`[Σ rows, inp]`) as consecutive row blocks of `rows[i]` rows each: for
+    /// a fused kernel, views of the file's bytes (rows of a block format are whole byte runs);
+    /// otherwise f32 copies.
+    fn split_rows<const N: usize>(
+        &self,
+        name: &str,
+        inp: usize,
+        rows: [usize; N],
+    ) -> Result<[Linear; N]> {
         let info = self.info(name)?;
-        self.check_shape(info, &[out, inp])?;
+        let total = rows
+            .iter()
+            .try_fold(0usize, |a, &r| a.checked_add(r))
+            .ok_or_else(|| Error::overflow("fused rows", &rows))?;
+        self.check_shape(info, &[total, inp])?;
+        let mut blocks = Vec::with_capacity(N);
+        let mut start = 0;
+        for &r in &rows {
+            blocks.push(self.rows_of(info, start, r, inp)?);
+            start += r;
+        }
+        // `blocks` holds exactly N entries.
+        blocks
+            .try_into()
+            .map_err(|_| Error::shape("split_rows", N, "another count"))
+    }
+
+    /// Rows `start..start + out` of the checked matrix `info` (`[_, inp]`).
+    fn rows_of(&self, info: &TensorInfo, start: usize, out: usize, inp: usize) -> Result<Linear> {
+        let row_bytes = info.dtype.storage_bytes(inp)?;
+        let span = |r: usize| checked_product("tensor rows", &[r, row_bytes]);
+        let begin = info.offset.saturating_add(span(start)?);
+        let end = begin.saturating_add(span(out)?);
+        let past_end = || Error::InvalidGguf {
+            offset: info.offset as u64,
+            reason: format!("tensor {} runs past the end of the file", info.name),
+        };
         if quant_type(info.dtype).is_some_and(|t| t.fused.is_some()) {
-            let end = info.offset.saturating_add(info.nbytes);
-            let bytes =
-                Bytes::slice_of(self.file, info.offset..end).ok_or_else(|| Error::InvalidGguf {
-                    offset: info.offset as u64,
-                    reason: format!("tensor {name} runs past the end of the file"),
-                })?;
+            let bytes = Bytes::slice_of(self.file, begin..end).ok_or_else(past_end)?;
             return Ok(Linear::Quant(Tensor::from_quantized_bytes(
                 info.dtype,
                 bytes,
                 [out, inp],
             )?));
         }
+        let all = self.decode(info)?;
+        let (lo, hi) = (start * inp, (start + out) * inp);
         Ok(Linear::Dense {
-            w: self.decode(info)?,
+            w: crate::storage::try_copy(all.get(lo..hi).ok_or_else(past_end)?)?,
             out,
             inp,
         })
