@@ -198,11 +198,17 @@ fn build_tokenizer(
     types: Option<Vec<i32>>,
 ) -> Result<Tokenizer> {
     let model = g.get_str("tokenizer.ggml.model")?;
-    if model != "llama" {
-        return Err(Error::UnsupportedModel {
-            reason: format!("tokenizer {model:?} (supported: llama/SentencePiece)"),
-        });
-    }
+    let bpe = match model {
+        "llama" => false,
+        "gpt2" => true,
+        other => {
+            return Err(Error::UnsupportedModel {
+                reason: format!(
+                    "tokenizer {other:?} (supported: llama = SentencePiece, gpt2 = byte-level BPE)"
+                ),
+            })
+        }
+    };
     let scores = scores.map_or_else(|| try_vec(tokens.len(), 0.0), Ok)?;
     let types = types.map_or_else(|| try_vec(tokens.len(), 1), Ok)?;
     let id = |k: &str| g.get_u32(k).ok();
@@ -215,7 +221,13 @@ fn build_tokenizer(
         pad: id("tokenizer.ggml.padding_token_id"),
         add_bos: flag("tokenizer.ggml.add_bos_token", true),
         add_eos: flag("tokenizer.ggml.add_eos_token", false),
-        add_space_prefix: flag("tokenizer.ggml.add_space_prefix", true),
+        add_space_prefix: flag("tokenizer.ggml.add_space_prefix", !bpe),
     };
-    Tokenizer::new(tokens, scores, types, config)
+    let tok = Tokenizer::new(tokens, scores, types, config)?;
+    if !bpe {
+        return Ok(tok);
+    }
+    let merges = g.get_str_array("tokenizer.ggml.merges")?;
+    let pre = g.get_str("tokenizer.ggml.pre").unwrap_or("default");
+    tok.into_bpe(merges, pre)
 }

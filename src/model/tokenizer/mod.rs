@@ -30,9 +30,12 @@
 //!
 //! That is about 18 bytes per token plus the text (≈ 7 MB for Gemma 3).
 
+mod bpe;
+mod pre_tokenizer;
 mod spm;
 mod stream;
 
+pub use pre_tokenizer::supported_names as supported_pre_tokenizers;
 pub use stream::StreamDecoder;
 
 use spm::SpmSession;
@@ -98,6 +101,28 @@ const NONE: u32 = u32::MAX;
 /// The token llama.cpp (and the Gemma chat format) uses to end a turn.
 const END_OF_TURN: &str = "<end_of_turn>";
 
+/// Texts llama.cpp's `load` treats as end of generation whatever the file says, forcing them
+/// CONTROL: end-of-turn markers of the common chat formats, `</s>`, and Qwen's FIM pad, repo
+/// and file-separator tokens.
+const EOG_TEXTS: [&str; 16] = [
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "</s>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+];
+
 /// Special ids and flags, as read from the GGUF `tokenizer.ggml.*` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TokenizerConfig {
@@ -132,6 +157,8 @@ pub struct Tokenizer {
     config: TokenizerConfig,
     /// End-of-generation ids, sorted.
     eog: Vec<u32>,
+    /// Byte-level BPE (`tokenizer.ggml.model = "gpt2"`); `None`: SentencePiece.
+    bpe: Option<Box<bpe::Bpe>>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -269,6 +296,7 @@ impl Tokenizer {
             byte_tokens: Box::new([NONE; 256]),
             config,
             eog: Vec::new(),
+            bpe: None,
         };
         for id in 0..n as u32 {
             let (arena, offsets) = (&tok.arena, &tok.offsets);
@@ -278,12 +306,8 @@ impl Tokenizer {
         }
 
         // Text-based fixups (llama.cpp `load`): EOT detection, forced CONTROL, unused, EOG.
-        let end_of_turn = tok.token_id(END_OF_TURN);
-        if let Some(id) = end_of_turn {
-            if tok.config.eot.is_none() {
-                tok.config.eot = Some(id);
-            }
-            tok.attrs[id as usize] |= ATTR_CONTROL;
+        if let Some(id) = tok.token_id(END_OF_TURN) {
+            tok.config.eot.get_or_insert(id);
         }
         for id in 0..n {
             if tok.attrs[id] & ATTR_CONTROL != 0
@@ -292,9 +316,14 @@ impl Tokenizer {
                 tok.attrs[id] |= ATTR_UNUSED;
             }
         }
-        tok.eog = [tok.config.eos, tok.config.eot, end_of_turn]
+        let by_text: Vec<u32> = EOG_TEXTS.iter().filter_map(|t| tok.token_id(t)).collect();
+        for &id in &by_text {
+            tok.attrs[id as usize] |= ATTR_CONTROL;
+        }
+        tok.eog = [tok.config.eos, tok.config.eot]
             .into_iter()
             .flatten()
+            .chain(by_text)
             .collect();
         tok.eog.sort_unstable();
         tok.eog.dedup();
@@ -313,6 +342,30 @@ impl Tokenizer {
 
         tok.specials = Specials::build(&tok);
         Ok(tok)
+    }
+
+    /// This tokenizer as byte-level BPE (GGUF `tokenizer.ggml.model = "gpt2"`): `merges` are
+    /// the `tokenizer.ggml.merges` strings in rank order, `pre` the `tokenizer.ggml.pre` name.
+    /// No space prefix is added and the byte tokens are the GPT-2 byte map's characters.
+    pub fn into_bpe(mut self, merges: &StrArray, pre: &str) -> Result<Tokenizer> {
+        self.config.add_space_prefix = false;
+        for b in 0..=255u8 {
+            let c = bpe::byte_char(b);
+            self.byte_tokens[b as usize] = self
+                .lookup(c.encode_utf8(&mut [0; 4]).as_bytes())
+                .unwrap_or(NONE);
+        }
+        self.bpe = Some(Box::new(bpe::Bpe::new(&self, merges, pre)?));
+        Ok(self)
+    }
+
+    /// `"bpe"` (byte-level BPE) or `"spm"` (SentencePiece).
+    pub fn kind(&self) -> &'static str {
+        if self.bpe.is_some() {
+            "bpe"
+        } else {
+            "spm"
+        }
     }
 
     /// Number of tokens in the vocabulary.
@@ -402,6 +455,12 @@ impl Tokenizer {
                     out.push(id);
                     prev_special = true;
                 }
+                Fragment::Raw(start, end) if self.bpe.is_some() => {
+                    if let Some(bpe) = &self.bpe {
+                        bpe.tokenize(self, &text[start..end], &mut out);
+                    }
+                    prev_special = false;
+                }
                 Fragment::Raw(start, end) => {
                     buf.clear();
                     if self.config.add_space_prefix && prev_special {
@@ -462,6 +521,8 @@ impl Tokenizer {
         let text = self.text(id);
         if attr & ATTR_SPECIAL != 0 {
             Ok(Cow::Borrowed(text))
+        } else if attr & ATTR_NORMAL != 0 && self.bpe.is_some() {
+            Ok(Cow::Owned(bpe::unmap(text)))
         } else if attr & ATTR_NORMAL != 0 {
             Ok(unescape_whitespace(text))
         } else if attr & ATTR_BYTE != 0 {
