@@ -115,12 +115,22 @@ struct Symbol {
     alive: bool,
 }
 
+/// A queued merge of adjacent symbols; ordered by rank, then leftmost (llama.cpp's order). The
+/// ids say which symbols it was queued for, so a stale entry is recognised when popped.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Pair {
+    rank: u32,
+    left: u32,
+    right: u32,
+    left_id: u32,
+    right_id: u32,
+}
+
 /// Scratch of one `tokenize` call, reused across its pre-tokens.
 #[derive(Default)]
 struct Session {
     symbols: Vec<Symbol>,
-    /// Min-heap of `(rank, left, right, left id, right id)`.
-    queue: BinaryHeap<Reverse<(u32, u32, u32, u32, u32)>>,
+    queue: BinaryHeap<Reverse<Pair>>,
     mapped: String,
 }
 
@@ -147,7 +157,8 @@ impl Session {
         for i in 1..n {
             self.push_pair(bpe, i - 1, i);
         }
-        while let Some(Reverse((_, l, r, lid, rid))) = self.queue.pop() {
+        while let Some(Reverse(p)) = self.queue.pop() {
+            let (l, r, lid, rid) = (p.left, p.right, p.left_id, p.right_id);
             let (left, right) = (self.symbols[l as usize], self.symbols[r as usize]);
             let live = left.alive && right.alive && left.next == r as i32;
             if !live || left.id != lid || right.id != rid {
@@ -184,8 +195,13 @@ impl Session {
             self.symbols[right as usize].id,
         );
         if let Some(&(rank, _)) = bpe.merges.get(&(lid, rid)) {
-            self.queue
-                .push(Reverse((rank, left as u32, right as u32, lid, rid)));
+            self.queue.push(Reverse(Pair {
+                rank,
+                left: left as u32,
+                right: right as u32,
+                left_id: lid,
+                right_id: rid,
+            }));
         }
     }
 }

@@ -34,8 +34,9 @@ mod bpe;
 mod pre_tokenizer;
 mod spm;
 mod stream;
+mod unicode_tables;
 
-pub use pre_tokenizer::supported_names as supported_pre_tokenizers;
+pub use pre_tokenizer::{pre_tokenize, supported_names as supported_pre_tokenizers};
 pub use stream::StreamDecoder;
 
 use spm::SpmSession;
