@@ -41,6 +41,7 @@ fn gemma_config() -> TokenizerConfig {
         add_bos: true,
         add_eos: false,
         add_space_prefix: false,
+        rstrip_specials: false,
     }
 }
 

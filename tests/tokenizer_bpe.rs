@@ -173,3 +173,12 @@ fn end_of_generation_sets_match_llama_cpp() {
     let gemma = eog(include_bytes!("fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf"));
     assert_eq!(gemma, ["<eos>", "<end_of_turn>"]);
 }
+
+#[test]
+fn tiny_phi3_fixture_matches_llama_cpp() {
+    check_fixture(
+        "tiny-phi3",
+        include_bytes!("fixtures/tiny-phi3/tiny-phi3-q4_0.gguf"),
+        include_str!("fixtures/tiny-phi3/reference.json"),
+    );
+}

@@ -222,6 +222,10 @@ fn build_tokenizer(
         add_bos: flag("tokenizer.ggml.add_bos_token", true),
         add_eos: flag("tokenizer.ggml.add_eos_token", false),
         add_space_prefix: flag("tokenizer.ggml.add_space_prefix", !bpe),
+        rstrip_specials: g.get_str("general.name").is_ok_and(|n| {
+            let n = n.to_lowercase();
+            n.contains("phi3") || n.contains("phi-3")
+        }),
     };
     let tok = Tokenizer::new(tokens, scores, types, config)?;
     if !bpe {

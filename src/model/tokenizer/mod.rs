@@ -94,6 +94,8 @@ const ATTR_NORMAL: u8 = 4;
 const ATTR_CONTROL: u8 = 8;
 const ATTR_USER_DEFINED: u8 = 16;
 const ATTR_BYTE: u8 = 32;
+/// Whitespace after the token is dropped (llama.cpp `LLAMA_TOKEN_ATTR_RSTRIP`).
+const ATTR_RSTRIP: u8 = 64;
 const ATTR_SPECIAL: u8 = ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN;
 
 /// "No id" marker inside the compact tables.
@@ -136,6 +138,10 @@ pub struct TokenizerConfig {
     pub add_bos: bool,
     pub add_eos: bool,
     pub add_space_prefix: bool,
+    /// Phi-3's rule (llama.cpp gives it to files whose `general.name` contains "phi3" or
+    /// "phi-3"): whitespace right after a special token is dropped, except after `<unk>`, `<s>`
+    /// and `<|endoftext|>`; `</s>` strips too.
+    pub rstrip_specials: bool,
 }
 
 /// An SPM tokenizer over a GGUF vocabulary. Cheap to share behind an `Arc`; every method takes
@@ -341,6 +347,9 @@ impl Tokenizer {
             tok.byte_tokens[b] = id;
         }
 
+        if tok.config.rstrip_specials {
+            tok.set_phi3_rstrip();
+        }
         tok.specials = Specials::build(&tok);
         Ok(tok)
     }
@@ -358,6 +367,28 @@ impl Tokenizer {
         }
         self.bpe = Some(Box::new(bpe::Bpe::new(&self, merges, pre)?));
         Ok(self)
+    }
+
+    /// Phi-3's rstrip attributes (see [`TokenizerConfig::rstrip_specials`]).
+    fn set_phi3_rstrip(&mut self) {
+        for a in self.attrs.iter_mut().filter(|a| **a & ATTR_SPECIAL != 0) {
+            *a |= ATTR_RSTRIP;
+        }
+        for (text, on) in [
+            ("</s>", true),
+            ("<unk>", false),
+            ("<s>", false),
+            ("<|endoftext|>", false),
+        ] {
+            if let Some(id) = self.token_id(text) {
+                let a = &mut self.attrs[id as usize];
+                *a = if on {
+                    *a | ATTR_RSTRIP
+                } else {
+                    *a & !ATTR_RSTRIP
+                };
+            }
+        }
     }
 
     /// `"bpe"` (byte-level BPE) or `"spm"` (SentencePiece).
@@ -597,12 +628,19 @@ impl Tokenizer {
         }
         accepted.sort_unstable_by_key(|a| a.0);
         let mut at = 0;
-        for (start, end, id) in accepted {
+        for (k, &(start, end, id)) in accepted.iter().enumerate() {
             if start > at {
                 frags.push(Fragment::Raw(at, start));
             }
             frags.push(Fragment::Token(id));
             at = end;
+            if self.attrs[id as usize] & ATTR_RSTRIP != 0 {
+                // C `isspace`, as llama.cpp strips, up to the next special token.
+                let limit = accepted.get(k + 1).map_or(bytes.len(), |n| n.0);
+                while at < limit && matches!(bytes[at], b' ' | b'\t'..=b'\r') {
+                    at += 1;
+                }
+            }
         }
         if at < bytes.len() {
             frags.push(Fragment::Raw(at, bytes.len()));
