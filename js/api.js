@@ -254,7 +254,7 @@ function bindNew(raw) {
     "addSpecial?": check.optionalBool, "parseSpecial?": check.optionalBool, "special?": check.optionalBool,
     ids: (op, name, v) => check.u32List(op, name, v), id: (op, name, v) => check.integer(op, name, v),
     bytes: check.bytes, context: (op, name, v) => check.integer(op, name, v, 1),
-    messages: chatMessages, "options?": samplingOptions,
+    messages: chatMessages, "options?": samplingOptions, "enableThinking?": check.optionalBool,
   };
   GgufFile.parse = method(GgufFile, raw.GgufFile, "parse", ["bytes"], text, (h) => wrap(GgufFile, h), true);
   GgufFile.prototype.get = method(GgufFile, raw.GgufFile, "get", ["key"], text);
@@ -275,7 +275,7 @@ function bindNew(raw) {
   Model.fromBytes = method(Model, raw.Model, "fromBytes", ["bytes"], text, (h) => wrap(Model, h), true);
   for (const [name, spec] of Object.entries({
     tokenize: ["text", "addSpecial?", "parseSpecial?"], detokenize: ["ids", "special?"],
-    isEndOfGeneration: ["id"], formatChat: ["messages"],
+    isEndOfGeneration: ["id"], formatChat: ["messages", "enableThinking?"], chatTokens: ["messages", "enableThinking?"],
   })) {
     Model.prototype[name] = method(Model, raw.Model, name, spec, text);
   }

@@ -125,10 +125,11 @@ const handlers = {
 
   async generate(msg, signal) {
     requireModel();
-    const { maxTokens: maxOpt, stop, contextLength, ...sampling } = msg.opts ?? {};
+    const { maxTokens: maxOpt, stop, contextLength, enableThinking, ...sampling } = msg.opts ?? {};
     const opts = { maxTokens: maxOpt, stop, contextLength };
-    const prompt = msg.messages ? model.formatChat(msg.messages) : msg.prompt;
-    const ids = typeof prompt === "string" ? model.tokenize(prompt, true, true) : Uint32Array.from(prompt);
+    const ids = msg.messages
+      ? model.chatTokens(msg.messages, enableThinking)
+      : model.tokenize(msg.prompt, true, true);
     const maxTokens = opts.maxTokens ?? 128;
     const context = Math.min(model.info.contextLength, opts.contextLength ?? ids.length + maxTokens);
     if (ids.length + 1 > context) {

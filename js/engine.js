@@ -41,6 +41,8 @@ const GENERATE = Object.freeze({
   signal: isSignal,
 });
 const STREAMING = Object.freeze({ ...GENERATE, onToken: isFunction });
+/** `chat` also takes the template switch Qwen 3 reads (false: answer without reasoning). */
+const CHAT = Object.freeze({ ...STREAMING, enableThinking: isBool });
 const LOAD = Object.freeze({ onProgress: isFunction, signal: isSignal, cache: isBool });
 const TOKENIZE = Object.freeze({ addSpecial: isBool, parseSpecial: isBool });
 const CREATE = Object.freeze({
@@ -200,11 +202,12 @@ class Engine {
     });
   }
 
-  /** `complete` over the model's chat format (`[{ role, content }]`). */
+  /** `complete` over the model's own chat template (`[{ role, content }]`; the built-in Gemma
+   * format for a file without one), with exactly one BOS. */
   chat(messages, options) {
     return checked(() => {
       const list = check.messages("chat", "messages", messages);
-      const { signal, onToken, ...opts } = check.options("chat", options, STREAMING) ?? {};
+      const { signal, onToken, ...opts } = check.options("chat", options, CHAT) ?? {};
       return this.call("generate", { messages: list, opts }, { signal, onEvent: onToken });
     });
   }

@@ -32,7 +32,7 @@ export interface Engine {
   detokenize(ids: ArrayLike<number>): Promise<string>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<{ text: string; token: number }>;
   complete(prompt: string, options?: GenerateOptions & { onToken?: (piece: { text: string; token: number }) => void }): Promise<Completion>;
-  chat(messages: ChatMessage[], options?: GenerateOptions & { onToken?: (piece: { text: string; token: number }) => void }): Promise<Completion>;
+  chat(messages: ChatMessage[], options?: GenerateOptions & { enableThinking?: boolean; onToken?: (piece: { text: string; token: number }) => void }): Promise<Completion>;
   logits(ids: ArrayLike<number>): Promise<Float32Array>;
   dispose(): Promise<void>;
 }

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! kopitiam inspect  MODEL.gguf
-//! kopitiam tokenize MODEL.gguf TEXT
+//! kopitiam tokenize MODEL.gguf TEXT|- [--plain]
+//! kopitiam chat-format MODEL.gguf --messages JSON
 //! kopitiam eval     MODEL.gguf TEXT [--top K]
 //! kopitiam generate MODEL.gguf TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //!                                   [--min-p P] [--repeat-penalty R] [--seed S] [--chat] [--json]
@@ -14,10 +15,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use kopitiam_wasm::gguf::{GgufFile, GgufWriter, Value};
-use kopitiam_wasm::model::chat::{format_gemma, ChatMessage};
+use kopitiam_wasm::model::chat::{ChatFormat, ChatMessage};
 use kopitiam_wasm::model::sampler::{Sampler, SamplerConfig};
 use kopitiam_wasm::model::tokenizer::StreamDecoder;
-use kopitiam_wasm::model::{Logits, Model};
+use kopitiam_wasm::model::tokenizer::Tokenizer;
+use kopitiam_wasm::model::{tokenizer_from_gguf, Logits, Model};
 use kopitiam_wasm::quant::{self, quantize_row_q4_0};
 use kopitiam_wasm::DType;
 use serde_json::json;
@@ -26,7 +28,8 @@ type CliResult<T> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage:
   kopitiam inspect  MODEL.gguf
-  kopitiam tokenize MODEL.gguf TEXT
+  kopitiam tokenize MODEL.gguf TEXT|- [--plain]      (also vocab-only files; - reads stdin)
+  kopitiam chat-format MODEL.gguf --messages '[{\"role\":\"user\",\"content\":\"Hi\"}]'
   kopitiam eval     MODEL.gguf TEXT [--top K]
   kopitiam generate MODEL.gguf TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
                     [--min-p P] [--repeat-penalty R] [--seed S] [--context N] [--chat] [--json]
@@ -40,7 +43,7 @@ struct Args {
 
 impl Args {
     fn parse(raw: impl Iterator<Item = String>) -> Args {
-        const SWITCHES: [&str; 2] = ["--json", "--chat"];
+        const SWITCHES: [&str; 3] = ["--json", "--chat", "--plain"];
         let mut positional = Vec::new();
         let mut options = Vec::new();
         let mut raw = raw.peekable();
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "inspect" => inspect(&args),
         "tokenize" => tokenize(&args),
+        "chat-format" => chat_format(&args),
         "eval" => eval(&args),
         "generate" => generate(&args),
         "quantize" => quantize(&args),
@@ -158,10 +162,53 @@ fn inspect(args: &Args) -> CliResult<()> {
     Ok(())
 }
 
+/// A file's metadata and tokenizer, without loading any weights (vocab-only files work).
+fn vocab(path: &str) -> CliResult<(GgufFile, Tokenizer)> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let fail = |e: kopitiam_wasm::Error| format!("{path}: {e} [{}]", e.code());
+    let g = GgufFile::parse(&bytes).map_err(fail)?;
+    let tok = tokenizer_from_gguf(&g).map_err(fail)?;
+    Ok((g, tok))
+}
+
+/// The JSON id array of TEXT (`-`: standard input, any bytes, invalid UTF-8 replaced by
+/// U+FFFD), with llama.cpp's defaults add_special and parse_special, or neither with `--plain`.
 fn tokenize(args: &Args) -> CliResult<()> {
-    let model = load(args.pos(0, "MODEL.gguf")?)?;
-    let ids = model.tokenizer().encode(args.pos(1, "TEXT")?, true, true);
-    println!("{}", json!(ids));
+    let (_, tok) = vocab(args.pos(0, "MODEL.gguf")?)?;
+    let text = match args.pos(1, "TEXT")? {
+        "-" => {
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+                .map_err(|e| e.to_string())?;
+            String::from_utf8_lossy(&buf).into_owned()
+        }
+        t => t.to_string(),
+    };
+    let special = !args.flag("--plain");
+    println!("{}", json!(tok.encode(&text, special, special)));
+    Ok(())
+}
+
+/// The prompt the file's chat template renders for `--messages` (a JSON array of
+/// `{role, content}`), ending with the generation prompt; nothing else is printed.
+fn chat_format(args: &Args) -> CliResult<()> {
+    let (g, tok) = vocab(args.pos(0, "MODEL.gguf")?)?;
+    let json: String = args.value("--messages", String::new())?;
+    let parsed: serde_json::Value =
+        serde_json::from_str(&json).map_err(|e| format!("--messages: {e}"))?;
+    let messages = parsed
+        .as_array()
+        .ok_or("--messages: expected a JSON array")?
+        .iter()
+        .map(|m| match (m["role"].as_str(), m["content"].as_str()) {
+            (Some(r), Some(c)) => Ok(ChatMessage::new(r, c)),
+            _ => Err(format!("--messages: {m} needs string role and content")),
+        })
+        .collect::<CliResult<Vec<_>>>()?;
+    let prompt = ChatFormat::new(&g, &tok)
+        .render(&messages, true, None)
+        .map_err(|e| format!("{e} [{}]", e.code()))?;
+    print!("{prompt}");
     Ok(())
 }
 
@@ -196,11 +243,7 @@ fn eval(args: &Args) -> CliResult<()> {
 fn generate(args: &Args) -> CliResult<()> {
     let model = load(args.pos(0, "MODEL.gguf")?)?;
     let text = args.pos(1, "TEXT")?;
-    let prompt = if args.flag("--chat") {
-        format_gemma(&[ChatMessage::new("user", text)], true)
-    } else {
-        text.to_string()
-    };
+
     let max_tokens: usize = args.value("--max-tokens", 64)?;
     let cfg = SamplerConfig {
         temperature: args.value("--temperature", 0.8)?,
@@ -212,7 +255,13 @@ fn generate(args: &Args) -> CliResult<()> {
         seed: args.value("--seed", 0)?,
     };
     let json_out = args.flag("--json");
-    let ids = model.tokenizer().encode(&prompt, true, true);
+    let ids = if args.flag("--chat") {
+        let turn = [ChatMessage::new("user", text)];
+        let chat = model.chat_format().tokens(&turn, true, None);
+        chat.map_err(|e| format!("{e} [{}]", e.code()))?
+    } else {
+        model.tokenizer().encode(text, true, true)
+    };
     let context: usize = args.value("--context", ids.len() + max_tokens)?;
     let mut session = model.session(context).map_err(|e| e.to_string())?;
     let mut sampler = Sampler::new(cfg);

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use super::error::invalid;
 use crate::error::Error;
-use crate::model::chat::{format_gemma, ChatMessage};
+use crate::model::chat::ChatMessage;
 use crate::model::sampler::{Sampler, SamplerConfig};
 use crate::model::tokenizer::StreamDecoder;
 use crate::model::{Logits, Model};
@@ -19,6 +19,10 @@ const TS_MODEL: &str = r#"
 export interface ModelInfo {
   architecture: string; parameters: number; quantization: string; contextLength: number;
   vocabSize: number; layers: number; embeddingLength: number; fileSize: number;
+  /** "bpe" (byte-level BPE) or "spm" (SentencePiece). */
+  tokenizer: string;
+  /** Whether the file has its own chat template (else the built-in Gemma format is used). */
+  chatTemplate: boolean;
 }
 /** Sampling settings; every field optional (temperature 0 = greedy). */
 export interface SamplingOptions {
@@ -27,7 +31,7 @@ export interface SamplingOptions {
 }
 /** One generated token. */
 export interface StepResult { token: number; text: string; eog: boolean; }
-export interface ChatMessage { role: "system" | "user" | "assistant" | "model"; content: string; }
+export interface ChatMessage { role: "system" | "user" | "assistant" | "model" | string; content: string; }
 "#;
 
 /// Receives a GGUF file chunk by chunk straight into wasm memory, so the page never holds the
@@ -129,6 +133,8 @@ impl JsModel {
         set(&o, "layers", (m.config().n_layer as f64).into());
         set(&o, "embeddingLength", (m.config().n_embd as f64).into());
         set(&o, "fileSize", (m.file_size() as f64).into());
+        set(&o, "tokenizer", m.tokenizer().kind().into());
+        set(&o, "chatTemplate", m.chat_format().has_template().into());
         o
     }
 
@@ -164,21 +170,35 @@ impl JsModel {
         self.model.tokenizer().is_eog(id)
     }
 
-    /// The Gemma chat prompt for `messages`, ending with the model turn. The JS layer passes
-    /// the checked messages flattened: `[role0, content0, role1, content1, …]`.
+    /// The prompt for `messages` in the model's own chat template (the built-in Gemma format
+    /// when the file has none), ending with the assistant turn's opening. `enableThinking`:
+    /// Qwen 3's switch (false writes the empty think block). The JS layer passes the checked
+    /// messages flattened: `[role0, content0, role1, content1, …]`.
     #[wasm_bindgen(js_name = formatChat)]
     pub fn format_chat(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: Vec<String>,
+        enable_thinking: Option<bool>,
     ) -> JsResult<String> {
-        if messages.len() % 2 != 0 {
-            return Err(invalid("formatChat", "expected (role, content) pairs"));
-        }
-        let list: Vec<ChatMessage> = messages
-            .chunks_exact(2)
-            .map(|p| ChatMessage::new(p[0].clone(), p[1].clone()))
-            .collect();
-        Ok(format_gemma(&list, true))
+        let list = chat_messages(&messages)?;
+        Ok(self
+            .model
+            .chat_format()
+            .render(&list, true, enable_thinking)?)
+    }
+
+    /// The token ids of [`JsModel::format_chat`]'s prompt, with exactly one BOS.
+    #[wasm_bindgen(js_name = chatTokens)]
+    pub fn chat_tokens(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: Vec<String>,
+        enable_thinking: Option<bool>,
+    ) -> JsResult<Vec<u32>> {
+        let list = chat_messages(&messages)?;
+        Ok(self
+            .model
+            .chat_format()
+            .tokens(&list, true, enable_thinking)?)
     }
 
     /// A session with a KV cache for `context` positions (1 ..= the model's context length).
@@ -218,6 +238,17 @@ impl JsSession {
         crate::storage::try_refill(&mut self.logits, logits)?;
         Ok(())
     }
+}
+
+/// Messages from the flattened `[role, content, …]` the JS layer passes.
+fn chat_messages(flat: &[String]) -> Result<Vec<ChatMessage>, JsValue> {
+    if flat.len() % 2 != 0 {
+        return Err(invalid("formatChat", "expected (role, content) pairs"));
+    }
+    Ok(flat
+        .chunks_exact(2)
+        .map(|p| ChatMessage::new(p[0].clone(), p[1].clone()))
+        .collect())
 }
 
 /// `SamplingOptions` as JavaScript spells them: every key optional, wrong types rejected by serde

@@ -81,6 +81,11 @@ impl Model {
         &self.gguf
     }
 
+    /// How this model formats a conversation (its chat template, or the Gemma format).
+    pub fn chat_format(&self) -> chat::ChatFormat<'_> {
+        chat::ChatFormat::new(&self.gguf, &self.tokenizer)
+    }
+
     /// Size of the file buffer the weights live in.
     pub fn file_size(&self) -> usize {
         self.file.len()

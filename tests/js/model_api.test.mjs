@@ -44,3 +44,28 @@ test("ModelLoader streams chunks; Session generates llama.cpp's greedy tokens", 
   assert.throws(() => model.createSession(64).eval(new Uint32Array([9999])), (e) => e.code === "IndexOutOfRange");
   assert.throws(() => Model.fromBytes(bytes.subarray(0, 5000)), (e) => e.code === "InvalidGguf");
 });
+
+test("every architecture loads from JS: info, llama.cpp's ids, the file's chat template", () => {
+  const chat = [
+    ["tiny-qwen2", [{ role: "system", content: "You are a helpful assistant." }], undefined],
+    ["tiny-qwen3", [{ role: "system", content: "You are a helpful assistant." }], false],
+    ["tiny-phi3", [], undefined],
+  ];
+  for (const [name, system, enableThinking] of chat) {
+    const dir = new URL(`../fixtures/${name}/`, import.meta.url);
+    const ref = JSON.parse(readFileSync(new URL("reference.json", dir)));
+    const model = Model.fromBytes(readFileSync(new URL(`${name}-q4_0.gguf`, dir)));
+    const info = model.info;
+    assert.equal(info.architecture, name.slice(5));
+    assert.equal(info.tokenizer, name === "tiny-phi3" ? "spm" : "bpe");
+    assert.equal(info.chatTemplate, true);
+    for (const c of ref) assert.deepEqual(Array.from(model.tokenize(c.prompt)), c.tokens, `${name} ${c.prompt}`);
+    const messages = [...system, { role: "user", content: "What is the capital of France?" }];
+    assert.deepEqual(Array.from(model.chatTokens(messages, enableThinking)), ref[1].tokens, `${name} chat`);
+    // The first greedy token after the plain English prompt (no near-tie there) is llama.cpp's.
+    const s = model.createSession(64);
+    s.prefill(ref[0].tokens, { temperature: 0 });
+    assert.equal(s.step().token, ref[0].greedy[0], `${name} greedy`);
+    model.free();
+  }
+});
