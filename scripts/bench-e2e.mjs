@@ -3,6 +3,7 @@
 // threads. Load time, prefill/decode tok/s and peak renderer memory; medians go to the e2e
 // section of BENCHMARKS.md. A measurement tool, not a test.
 //   RUNS=3 THREADS=1,2 node scripts/bench-e2e.mjs     (KOPITIAM_BENCH_NO_BUILD=1 skips the build)
+//   MODEL=gemma-3-270m-q4_k_m …                       (the downloaded Q4_K_M file; own section)
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
@@ -21,7 +22,10 @@ const PROMPT =
   "they fought to control it. In this long article, we will walk through the story, century by " +
   "century. Chapter 1: The first sailors";
 const MAX_TOKENS = 64;
-const MODEL_URL = "/models/gemma-3-270m-q4_0.gguf";
+/** The cached GGUF to run (`MODEL=gemma-3-270m-q4_k_m` for the file people download). */
+const MODEL = process.env.MODEL ?? "gemma-3-270m-q4_0";
+const QUANT = MODEL.split("-").pop().toUpperCase();
+const MODEL_URL = `/models/${MODEL}.gguf`;
 const RUNS = Number(process.env.RUNS ?? 3);
 // Memory is sampled in runs of its own: reading smaps_rollup of a renderer that holds a wasm
 // memory reservation costs 10–20 ms of CPU and takes that process's mmap lock, which at 10 Hz
@@ -37,7 +41,7 @@ const SIDES = {
 if (process.env.KOPITIAM_BENCH_NO_BUILD !== "1") {
   execFileSync("bash", ["scripts/build.sh", "simd", "relaxed", "threads", "relaxed-threads"], { stdio: "inherit" });
 }
-const modelFile = join(process.env.KOPITIAM_CACHE ?? join(homedir(), ".cache", "kopitiam"), "gemma-3-270m-q4_0.gguf");
+const modelFile = join(process.env.KOPITIAM_CACHE ?? join(homedir(), ".cache", "kopitiam"), `${MODEL}.gguf`);
 if (!existsSync(modelFile)) {
   execFileSync("bash", ["scripts/prepare-model.sh"], { stdio: ["ignore", "ignore", "inherit"] });
 }
@@ -257,10 +261,10 @@ if (!ourRuns.length) {
 }
 const firstText = (side, threads) => runs.find((r) => r.side === side && r.threads === threads && !r.error)?.text;
 const lines = [
-  "## End to end: kopitiam-wasm vs wllama",
+  `## End to end: kopitiam-wasm vs wllama${QUANT === "Q4_0" ? "" : `, Gemma 3 270M ${QUANT}`}`,
   "",
   `\`npm run bench:e2e\`, ${new Date().toISOString().slice(0, 10)}: headless Chromium ${chromium}, ${cores} cores (${cpu}).`,
-  `Gemma 3 270M Q4_0 (${(ggufBytes / 2 ** 20).toFixed(1)} MiB GGUF) served from localhost with COOP/COEP to both`,
+  `Gemma 3 270M ${QUANT} (${(ggufBytes / 2 ** 20).toFixed(1)} MiB GGUF) served from localhost with COOP/COEP to both`,
   `sides; one ${PROMPT.split(" ").length}-word prompt (${ourRuns[0].promptTokens} Gemma 3 tokens with BOS), raw completion, greedy, ${MAX_TOKENS}`,
   `new tokens. wllama is @wllama/wllama ${wllamaVersion} (\`loadModelFromUrl\` with n_threads, n_ctx 1024,`,
   "n_gpu_layers 0; `createCompletion` with temperature 0, top_k 1); its speeds are llama.cpp's own",
@@ -312,7 +316,7 @@ for (const r of runs) {
 const short = runs.filter((r) => !r.error && r.generatedTokens < MAX_TOKENS);
 if (short.length) lines.push("", `Stopped early (EOS) in ${short.length} run(s): ${short.map((r) => `${r.side} ×${r.threads} #${r.i + 1}`).join(", ")}.`);
 const report = lines.join("\n") + "\n";
-writeSection("BENCHMARKS.md", "e2e", report, { top: true });
+writeSection("BENCHMARKS.md", QUANT === "Q4_0" ? "e2e" : `e2e-${QUANT.toLowerCase()}`, report, { top: true });
 console.log("\n" + report);
 for (const threads of THREADS) {
   for (const side of Object.keys(SIDES)) {

@@ -197,100 +197,9 @@ impl Tokenizer {
         config: TokenizerConfig,
     ) -> Result<Tokenizer> {
         let tokens: StrArray = tokens.into();
-        let n = tokens.len();
-        if n == 0 {
-            return Err(meta(
-                "tokenizer.ggml.tokens",
-                "the vocabulary is empty".into(),
-            ));
-        }
-        if n >= NONE as usize {
-            return Err(meta(
-                "tokenizer.ggml.tokens",
-                format!("{n} tokens do not fit 32-bit ids"),
-            ));
-        }
-        let scores = if scores.is_empty() {
-            try_vec(n, 0.0)?
-        } else if scores.len() == n {
-            scores
-        } else {
-            return Err(meta(
-                "tokenizer.ggml.scores",
-                format!("{} scores for {n} tokens", scores.len()),
-            ));
-        };
-        let types: Vec<TokenType> = if types.is_empty() {
-            try_vec(n, TokenType::Normal)?
-        } else if types.len() == n {
-            types.into_iter().map(TokenType::from_gguf).collect()
-        } else {
-            return Err(meta(
-                "tokenizer.ggml.token_type",
-                format!("{} token types for {n} tokens", types.len()),
-            ));
-        };
-        let id_keys = [
-            ("tokenizer.ggml.bos_token_id", config.bos),
-            ("tokenizer.ggml.eos_token_id", config.eos),
-            ("tokenizer.ggml.eot_token_id", config.eot),
-            ("tokenizer.ggml.unknown_token_id", config.unk),
-            ("tokenizer.ggml.padding_token_id", config.pad),
-        ];
-        for (key, id) in id_keys {
-            if let Some(id) = id {
-                if id as usize >= n {
-                    return Err(meta(
-                        key,
-                        format!("token id {id} is outside the vocabulary of {n} tokens"),
-                    ));
-                }
-            }
-        }
-        if config.add_bos && config.bos.is_none() {
-            return Err(meta(
-                "tokenizer.ggml.bos_token_id",
-                "add_bos is set but there is no BOS id".into(),
-            ));
-        }
-        if config.add_eos && config.eos.is_none() {
-            return Err(meta(
-                "tokenizer.ggml.eos_token_id",
-                "add_eos is set but there is no EOS id".into(),
-            ));
-        }
-
-        // The arena. Empty texts are renamed as llama.cpp does, so every text is non-empty.
-        let total = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                if t.is_empty() {
-                    empty_name(i).len()
-                } else {
-                    t.len()
-                }
-            })
-            .try_fold(0usize, |acc, len| acc.checked_add(len))
-            .filter(|&t| t <= u32::MAX as usize);
-        let Some(total) = total else {
-            return Err(meta(
-                "tokenizer.ggml.tokens",
-                "the token texts exceed the 4 GiB arena".into(),
-            ));
-        };
-        let mut arena = try_with_capacity(total)?;
-        let mut offsets = try_with_capacity(n + 1)?;
-        offsets.push(0u32);
-        for (i, t) in tokens.iter().enumerate() {
-            if t.is_empty() {
-                arena.extend_from_slice(empty_name(i).as_bytes());
-            } else {
-                arena.extend_from_slice(t.as_bytes());
-            }
-            offsets.push(arena.len() as u32);
-        }
-
+        let (scores, types) = checked_arrays(&tokens, scores, types)?;
+        check_config(&config, tokens.len())?;
+        let (arena, offsets) = text_arena(&tokens)?;
         let attrs: Vec<u8> = types.iter().map(|t| t.attr()).collect();
         let mut tok = Tokenizer {
             arena,
@@ -298,60 +207,72 @@ impl Tokenizer {
             scores,
             types,
             attrs,
-            index: TextIndex::with_capacity(n),
+            index: TextIndex::with_capacity(tokens.len()),
             specials: Specials::default(),
             byte_tokens: Box::new([NONE; 256]),
             config,
             eog: Vec::new(),
             bpe: None,
         };
-        for id in 0..n as u32 {
-            let (arena, offsets) = (&tok.arena, &tok.offsets);
-            tok.index.insert(text_of(arena, offsets, id), id, |v| {
-                text_of(arena, offsets, v)
-            });
-        }
-
-        // Text-based fixups (llama.cpp `load`): EOT detection, forced CONTROL, unused, EOG.
-        if let Some(id) = tok.token_id(END_OF_TURN) {
-            tok.config.eot.get_or_insert(id);
-        }
-        for id in 0..n {
-            if tok.attrs[id] & ATTR_CONTROL != 0
-                && contains(text_of(&tok.arena, &tok.offsets, id as u32), b"unused")
-            {
-                tok.attrs[id] |= ATTR_UNUSED;
-            }
-        }
-        let by_text: Vec<u32> = EOG_TEXTS.iter().filter_map(|t| tok.token_id(t)).collect();
-        for &id in &by_text {
-            tok.attrs[id as usize] |= ATTR_CONTROL;
-        }
-        tok.eog = [tok.config.eos, tok.config.eot]
-            .into_iter()
-            .flatten()
-            .chain(by_text)
-            .collect();
-        tok.eog.sort_unstable();
-        tok.eog.dedup();
-
-        // Byte fallback table (llama.cpp `byte_to_token`): `<0xXX>`, else the 1-byte text, else
-        // (where llama.cpp would throw) UNK if there is one, else nothing.
-        for b in 0..256usize {
-            let hex = format!("<0x{b:02X}>");
-            let id = tok
-                .lookup(hex.as_bytes())
-                .or_else(|| tok.lookup(&[b as u8]))
-                .or(tok.config.unk)
-                .unwrap_or(NONE);
-            tok.byte_tokens[b] = id;
-        }
-
+        tok.index_texts();
+        tok.text_fixups();
+        tok.byte_fallback();
         if tok.config.rstrip_specials {
             tok.set_phi3_rstrip();
         }
         tok.specials = Specials::build(&tok);
         Ok(tok)
+    }
+
+    /// Text → id for every token (the last id wins for duplicate texts, as in llama.cpp).
+    fn index_texts(&mut self) {
+        for id in 0..self.vocab_size() as u32 {
+            let (arena, offsets) = (&self.arena, &self.offsets);
+            self.index.insert(text_of(arena, offsets, id), id, |v| {
+                text_of(arena, offsets, v)
+            });
+        }
+    }
+
+    /// llama.cpp `load`'s text-based fixups: EOT detection, UNUSED for CONTROL "unused" tokens,
+    /// and the end-of-generation set (EOS, EOT and [`EOG_TEXTS`], forced CONTROL).
+    fn text_fixups(&mut self) {
+        let n = self.vocab_size();
+        if let Some(id) = self.token_id(END_OF_TURN) {
+            self.config.eot.get_or_insert(id);
+        }
+        for id in 0..n {
+            if self.attrs[id] & ATTR_CONTROL != 0
+                && contains(text_of(&self.arena, &self.offsets, id as u32), b"unused")
+            {
+                self.attrs[id] |= ATTR_UNUSED;
+            }
+        }
+        let by_text: Vec<u32> = EOG_TEXTS.iter().filter_map(|t| self.token_id(t)).collect();
+        for &id in &by_text {
+            self.attrs[id as usize] |= ATTR_CONTROL;
+        }
+        self.eog = [self.config.eos, self.config.eot]
+            .into_iter()
+            .flatten()
+            .chain(by_text)
+            .collect();
+        self.eog.sort_unstable();
+        self.eog.dedup();
+    }
+
+    /// The byte fallback table (llama.cpp `byte_to_token`): `<0xXX>`, else the 1-byte text,
+    /// else (where llama.cpp would throw) UNK if there is one, else nothing.
+    fn byte_fallback(&mut self) {
+        for b in 0..256usize {
+            let hex = format!("<0x{b:02X}>");
+            let id = self
+                .lookup(hex.as_bytes())
+                .or_else(|| self.lookup(&[b as u8]))
+                .or(self.config.unk)
+                .unwrap_or(NONE);
+            self.byte_tokens[b] = id;
+        }
     }
 
     /// This tokenizer as byte-level BPE (GGUF `tokenizer.ggml.model = "gpt2"`): `merges` are
@@ -647,6 +568,118 @@ impl Tokenizer {
         }
         frags
     }
+}
+
+/// `scores` and `types` with one entry per token (defaults when the file has none).
+fn checked_arrays(
+    tokens: &StrArray,
+    scores: Vec<f32>,
+    types: Vec<i32>,
+) -> Result<(Vec<f32>, Vec<TokenType>)> {
+    let n = tokens.len();
+    if n == 0 {
+        return Err(meta(
+            "tokenizer.ggml.tokens",
+            "the vocabulary is empty".into(),
+        ));
+    }
+    if n >= NONE as usize {
+        return Err(meta(
+            "tokenizer.ggml.tokens",
+            format!("{n} tokens do not fit 32-bit ids"),
+        ));
+    }
+    let scores = if scores.is_empty() {
+        try_vec(n, 0.0)?
+    } else if scores.len() == n {
+        scores
+    } else {
+        return Err(meta(
+            "tokenizer.ggml.scores",
+            format!("{} scores for {n} tokens", scores.len()),
+        ));
+    };
+    let types: Vec<TokenType> = if types.is_empty() {
+        try_vec(n, TokenType::Normal)?
+    } else if types.len() == n {
+        types.into_iter().map(TokenType::from_gguf).collect()
+    } else {
+        return Err(meta(
+            "tokenizer.ggml.token_type",
+            format!("{} token types for {n} tokens", types.len()),
+        ));
+    };
+    Ok((scores, types))
+}
+
+/// Special ids inside the vocabulary, and the ids `add_bos` / `add_eos` need.
+fn check_config(config: &TokenizerConfig, n: usize) -> Result<()> {
+    let id_keys = [
+        ("tokenizer.ggml.bos_token_id", config.bos),
+        ("tokenizer.ggml.eos_token_id", config.eos),
+        ("tokenizer.ggml.eot_token_id", config.eot),
+        ("tokenizer.ggml.unknown_token_id", config.unk),
+        ("tokenizer.ggml.padding_token_id", config.pad),
+    ];
+    for (key, id) in id_keys {
+        if let Some(id) = id {
+            if id as usize >= n {
+                return Err(meta(
+                    key,
+                    format!("token id {id} is outside the vocabulary of {n} tokens"),
+                ));
+            }
+        }
+    }
+    if config.add_bos && config.bos.is_none() {
+        return Err(meta(
+            "tokenizer.ggml.bos_token_id",
+            "add_bos is set but there is no BOS id".into(),
+        ));
+    }
+    if config.add_eos && config.eos.is_none() {
+        return Err(meta(
+            "tokenizer.ggml.eos_token_id",
+            "add_eos is set but there is no EOS id".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// All token texts in one arena with `n + 1` offsets; empty texts are renamed as llama.cpp does,
+/// so every text is non-empty.
+fn text_arena(tokens: &StrArray) -> Result<(Vec<u8>, Vec<u32>)> {
+    let n = tokens.len();
+    let total = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.is_empty() {
+                empty_name(i).len()
+            } else {
+                t.len()
+            }
+        })
+        .try_fold(0usize, |acc, len| acc.checked_add(len))
+        .filter(|&t| t <= u32::MAX as usize);
+    let Some(total) = total else {
+        return Err(meta(
+            "tokenizer.ggml.tokens",
+            "the token texts exceed the 4 GiB arena".into(),
+        ));
+    };
+    let mut arena = try_with_capacity(total)?;
+    let mut offsets = try_with_capacity(n + 1)?;
+    offsets.push(0u32);
+    for (i, t) in tokens.iter().enumerate() {
+        if t.is_empty() {
+            arena.extend_from_slice(empty_name(i).as_bytes());
+        } else {
+            arena.extend_from_slice(t.as_bytes());
+        }
+        offsets.push(arena.len() as u32);
+    }
+    Ok((arena, offsets))
 }
 
 fn meta(key: &str, reason: String) -> Error {
