@@ -52,7 +52,9 @@ test("greedy generation equals llama.cpp's tokens, with load progress; threads m
 
 test("Stop halts a generation", async () => {
   const p = await browser.newPage();
-  await p.goto(`${base}/www/index.html?model=${FIXTURE}&prompt=a&maxTokens=250`);
+  // Seed 1: the tiny model's sampled text for "a" has no end-of-generation token within 250
+  // (with seed 0 it ends after 18, so a busy machine could finish before Stop arrives).
+  await p.goto(`${base}/www/index.html?model=${FIXTURE}&prompt=a&maxTokens=250&seed=1`);
   await p.waitForSelector("#generate:not([disabled])", { timeout: 30_000 });
   // Press Stop as soon as the first generated text appears.
   await p.evaluate(() => {
