@@ -456,8 +456,17 @@ fn dims_numel(dims: &[usize], dtype: DType) -> Option<usize> {
     let bound = dims
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d.max(1)))?;
-    bound.checked_mul(dtype.block_bytes())?;
+    byte_bound(bound, dtype)?;
     Some(if dims.contains(&0) { 0 } else { bound })
+}
+
+/// Bytes of `bound` elements of `dtype` (whole blocks, rounded up), if that fits `usize`. The
+/// element count times the *block* size would be the wrong test: a 640 × 262144 Q8_0 embedding
+/// (178 MB) would "overflow" a 32-bit address space.
+fn byte_bound(bound: usize, dtype: DType) -> Option<usize> {
+    bound
+        .div_ceil(dtype.block_elems())
+        .checked_mul(dtype.block_bytes())
 }
 
 fn is_valid_alignment(a: usize) -> bool {
@@ -657,7 +666,7 @@ impl GgufFile {
                     ),
                 ));
             }
-            if bound.checked_mul(dtype.block_bytes()).is_none() {
+            if byte_bound(bound, dtype).is_none() {
                 return Err(invalid(
                     nd_pos,
                     format!("tensor {name:?}: byte size of {bound} {dtype} elements overflows"),

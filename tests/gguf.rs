@@ -914,3 +914,16 @@ fn random_mutations_never_panic() {
     }
     assert!(ok > 0 && err > 0, "ok {ok}, err {err}");
 }
+
+/// A tensor's byte size is whole blocks × block bytes: Gemma 3 270M's 640 × 262144 Q8_0
+/// embedding (178 MB) fits a 32-bit address space, though its element count times the block size
+/// (34) would not. Here the data section is missing, so parsing stops at the data bounds — and
+/// not, as it once did on wasm32, at a false "byte size overflows" in the header.
+#[test]
+fn a_large_q8_0_matrix_is_not_a_size_overflow() {
+    let q8_0 = 8;
+    let file = tensor_file(&[("token_embd.weight", &[640, 262144], q8_0, 0)], 0);
+    let (_, reason) = invalid(GgufFile::parse(&file));
+    assert!(!reason.contains("overflows"), "{reason}");
+    assert!(reason.contains("token_embd.weight"), "{reason}");
+}
