@@ -11,7 +11,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf_parse model_step tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf_parse model_step tokenizer tokenizer_bpe chat_template)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -19,7 +19,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 fixture=tests/fixtures/tiny-gemma3
-for t in gguf_parse model_step tokenizer; do mkdir -p "fuzz/corpus/$t"; done
+for t in gguf_parse model_step tokenizer tokenizer_bpe chat_template; do mkdir -p "fuzz/corpus/$t"; done
 cp -n "$fixture/tiny-gemma3-q4_0.gguf" fuzz/corpus/gguf_parse/seed-tiny-gemma3.gguf
 cp -n "$fixture/tiny-gemma3-q4_0.gguf" fuzz/corpus/model_step/seed-tiny-gemma3.gguf
 # Inputs that once crashed (tests/fixtures/fuzz/, replayed by tests/fuzz_regressions.rs).
@@ -34,6 +34,18 @@ while IFS= read -r line; do
   # prompts.txt writes newlines as `\n`.
   [ -e "fuzz/corpus/tokenizer/seed-prompt-$n" ] || printf '%b' "$line" >"fuzz/corpus/tokenizer/seed-prompt-$n"
 done <"$fixture/prompts.txt"
+
+# The 137 stress strings for byte-level BPE; two small chat templates in the style real ones use.
+python3 - <<'PY'
+import json, pathlib
+out = pathlib.Path("fuzz/corpus/tokenizer_bpe")
+for i, c in enumerate(json.load(open("tests/fixtures/tokenizers/qwen.json"))):
+    p = out / f"seed-stress-{i}"
+    if not p.exists():
+        p.write_text(c["text"])
+PY
+[ -e fuzz/corpus/chat_template/seed-1 ] || printf '%s' "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}{{ '<|user|>\n' + m['content'] + '<|end|>\n<|assistant|>\n' }}{% elif m['role'] == 'assistant' %}{{ m['content'] + '<|end|>\n' }}{% endif %}{% endfor %}" >fuzz/corpus/chat_template/seed-1
+[ -e fuzz/corpus/chat_template/seed-2 ] || printf '%s' "{%- set ns = namespace(last=messages|length - 1) %}{%- for message in messages[::-1] %}{%- if message.role == 'user' %}{%- set ns.last = loop.index0 %}{%- endif %}{%- endfor %}{%- for m in messages %}{{- '<|im_start|>' + m.role + '\n' + m.content.split('</think>')[-1].lstrip('\n') + '<|im_end|>\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n\n' }}{%- endif %}{%- endif %}" >fuzz/corpus/chat_template/seed-2
 
 # Release build with debug assertions and overflow checks (cargo-fuzz's default); no
 # sanitizer: the crate is safe Rust apart from a few SIMD and bytemuck spots, and ASan would

@@ -118,6 +118,11 @@ fn template_errors_are_typed() {
         raised.to_string().contains("a system message first"),
         "{raised}"
     );
+    // A template is untrusted input (it comes with the file): 10^8 iterations run out of fuel.
+    let endless = "{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}";
+    let e = render_template(endless, &msgs, true, &ctx).unwrap_err();
+    assert_eq!(e.code(), "UnsupportedModel");
+    assert!(e.to_string().contains("fuel"), "{e}");
     let broken = render_template("{% for m in messages %}", &msgs, true, &ctx).unwrap_err();
     assert_eq!(broken.code(), "UnsupportedModel");
     // trim_blocks as Hugging Face renders (the newline after every block tag goes, also after

@@ -155,6 +155,9 @@ pub fn render_template(
 ) -> Result<String> {
     use minijinja::{context, Environment, Value};
     let mut env = Environment::new();
+    // A template comes from the model file: bound its work (a chat of hundreds of turns uses a
+    // few tens of thousands of instructions) so a hostile one cannot hang the page.
+    env.set_fuel(Some(TEMPLATE_FUEL));
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -194,6 +197,9 @@ pub fn render_template(
 }
 
 const RAISED: &str = "raise_exception";
+
+/// Instructions a template may execute in one render.
+const TEMPLATE_FUEL: u64 = 5_000_000;
 
 /// The message of a `raise_exception(msg)` call, carried as the error's source.
 #[derive(Debug)]
