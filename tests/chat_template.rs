@@ -3,6 +3,9 @@
 //! prompt, which was written in the model's documented format — so one BOS, the special tokens
 //! parsed, and the template's own quirks (Qwen 3's empty think block, Phi-3's `<s>`) intact.
 
+mod common;
+
+use common::json_ids;
 use kopitiam_wasm::gguf::GgufFile;
 use kopitiam_wasm::model::chat::{render_template, ChatFormat, ChatMessage, TemplateContext};
 use kopitiam_wasm::model::tokenizer_from_gguf;
@@ -24,12 +27,7 @@ fn conversation(system: bool) -> Vec<ChatMessage> {
 /// Ids of prompt 1 (the chat prompt) of a fixture's reference.
 fn chat_reference(reference: &str) -> Vec<u32> {
     let v: serde_json::Value = serde_json::from_str(reference).unwrap();
-    v[1]["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
+    json_ids(&v[1]["tokens"])
 }
 
 fn check(gguf: &[u8], reference: &str, system: bool, thinking: Option<bool>) {

@@ -5,7 +5,11 @@
 //! logits at every prompt position (top-5), the full last-position vector, teacher-forced top-1
 //! where llama.cpp's own margin is clear, and greedy continuations up to the first near-tie.
 
+mod common;
+
 use std::sync::Arc;
+
+use common::{argmax, json_ids as ids};
 
 use kopitiam_wasm::gguf::GgufFile;
 use kopitiam_wasm::model::kv_cache::KvCache;
@@ -38,14 +42,6 @@ struct Case {
     greedy: Vec<u32>,
 }
 
-fn ids(v: &serde_json::Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
-}
-
 fn cases(reference: &str) -> Vec<Case> {
     let v: serde_json::Value = serde_json::from_str(reference).unwrap();
     v.as_array()
@@ -67,16 +63,6 @@ fn cases(reference: &str) -> Vec<Case> {
             greedy: ids(&c["greedy"]),
         })
         .collect()
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in v.iter().enumerate() {
-        if x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
 }
 
 /// The model's parts, without a tokenizer (the BPE fixtures' tokenizers are not needed here).

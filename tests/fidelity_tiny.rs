@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::argmax;
+
 use kopitiam_wasm::model::{Logits, Model};
 
 #[cfg(target_arch = "wasm32")]
@@ -65,16 +67,6 @@ fn cases() -> Vec<Case> {
                 .collect(),
         })
         .collect()
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in v.iter().enumerate() {
-        if x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! repo) on 137 stress strings — ids with and without special handling, and every piece — plus
 //! the cut vocabularies of the tiny model fixtures on their prompts.
 
+mod common;
+
+use common::json_ids as ids;
 use kopitiam_wasm::gguf::GgufFile;
 use kopitiam_wasm::model::tokenizer::{StreamDecoder, Tokenizer};
 use kopitiam_wasm::model::tokenizer_from_gguf;
@@ -14,14 +17,6 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 fn tokenizer(gguf: &[u8]) -> Tokenizer {
     tokenizer_from_gguf(&GgufFile::parse(gguf).unwrap()).unwrap()
-}
-
-fn ids(v: &serde_json::Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
 }
 
 /// A reference piece: raw text, or `{"hex": …}` for bytes that are not UTF-8 on their own.

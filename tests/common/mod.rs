@@ -76,3 +76,38 @@ pub fn assert_err<T: std::fmt::Debug>(r: kopitiam_wasm::Result<T>, code: &str) {
         Err(e) => assert_eq!(e.code(), code, "wrong error: {e}"),
     }
 }
+
+/// A JSON array of token ids (llama.cpp reference files).
+pub fn json_ids(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap() as u32)
+        .collect()
+}
+
+/// Index of the first maximum.
+pub fn argmax(v: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// The files `names` of `../shared/<dir>` (Llama 3 data under the Meta Llama 3 licence lives
+/// there, not in this repo), or `None` after saying SKIPPED when they are absent.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn shared_files(dir: &str, names: &[&str]) -> Option<Vec<Vec<u8>>> {
+    let root = format!("{}/../shared/{dir}", env!("CARGO_MANIFEST_DIR"));
+    let files: Option<Vec<Vec<u8>>> = names
+        .iter()
+        .map(|n| std::fs::read(format!("{root}/{n}")).ok())
+        .collect();
+    if files.is_none() {
+        println!("SKIPPED: {root} is absent (Llama 3 data is not redistributed in this repo)");
+    }
+    files
+}
