@@ -72,18 +72,11 @@ fn phi3_template_writes_bos_once() {
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn llama3_template_writes_bos_once() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/tiny-llama3"
-    );
-    let (Ok(gguf), Ok(reference)) = (
-        std::fs::read(format!("{dir}/tiny-llama3-q4_0.gguf")),
-        std::fs::read_to_string(format!("{dir}/reference.json")),
-    ) else {
-        println!("SKIPPED tiny-llama3 chat template: {dir} is absent");
+    let names = ["tiny-llama3-q4_0.gguf", "reference.json"];
+    let Some([gguf, reference]) = common::shared_files("fixtures/tiny-llama3", names) else {
         return;
     };
-    check(&gguf, &reference, true, None);
+    check(&gguf, std::str::from_utf8(&reference).unwrap(), true, None);
 }
 
 #[test]

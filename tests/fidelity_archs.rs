@@ -197,17 +197,8 @@ fn phi3_matches_llama_cpp() {
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn llama3_matches_llama_cpp() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/tiny-llama3"
-    );
-    let read = |f: &str| std::fs::read(format!("{dir}/{f}"));
-    let (Ok(gguf), Ok(reference), Ok(last)) = (
-        read("tiny-llama3-q4_0.gguf"),
-        read("reference.json"),
-        read("last_logits.f32"),
-    ) else {
-        println!("SKIPPED llama3: {dir} is absent (the Llama 3 fixture is not in this repo)");
+    let names = ["tiny-llama3-q4_0.gguf", "reference.json", "last_logits.f32"];
+    let Some([gguf, reference, last]) = common::shared_files("fixtures/tiny-llama3", names) else {
         return;
     };
     check(

@@ -79,18 +79,15 @@ fn qwen_full_vocabulary_matches_llama_cpp() {
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn llama3_full_vocabulary_matches_llama_cpp() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/reference/tokenizers"
-    );
-    let (Ok(gguf), Ok(reference)) = (
-        std::fs::read(format!("{dir}/llama3-vocab.gguf")),
-        std::fs::read_to_string(format!("{dir}/llama3.json")),
-    ) else {
-        println!("SKIPPED llama3 tokenizer: {dir} is absent (Llama 3 data is not in this repo)");
+    let names = ["llama3-vocab.gguf", "llama3.json"];
+    let Some([gguf, reference]) = common::shared_files("reference/tokenizers", names) else {
         return;
     };
-    let n = check_stress("llama3", &tokenizer(&gguf), &reference);
+    let n = check_stress(
+        "llama3",
+        &tokenizer(&gguf),
+        std::str::from_utf8(&reference).unwrap(),
+    );
     assert_eq!(n, 137);
 }
 
@@ -125,18 +122,15 @@ fn tiny_qwen_fixtures_match_llama_cpp() {
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn tiny_llama3_fixture_matches_llama_cpp() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/tiny-llama3"
-    );
-    let (Ok(gguf), Ok(reference)) = (
-        std::fs::read(format!("{dir}/tiny-llama3-q4_0.gguf")),
-        std::fs::read_to_string(format!("{dir}/reference.json")),
-    ) else {
-        println!("SKIPPED tiny-llama3 tokenizer: {dir} is absent");
+    let names = ["tiny-llama3-q4_0.gguf", "reference.json"];
+    let Some([gguf, reference]) = common::shared_files("fixtures/tiny-llama3", names) else {
         return;
     };
-    check_fixture("tiny-llama3", &gguf, &reference);
+    check_fixture(
+        "tiny-llama3",
+        &gguf,
+        std::str::from_utf8(&reference).unwrap(),
+    );
 }
 
 /// End-of-generation sets as llama.cpp derives them (`shared/README.md` lists them per fixture).

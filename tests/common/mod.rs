@@ -100,7 +100,7 @@ pub fn argmax(v: &[f32]) -> u32 {
 /// The files `names` of `../shared/<dir>` (Llama 3 data under the Meta Llama 3 licence lives
 /// there, not in this repo), or `None` after saying SKIPPED when they are absent.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn shared_files(dir: &str, names: &[&str]) -> Option<Vec<Vec<u8>>> {
+pub fn shared_files<const N: usize>(dir: &str, names: [&str; N]) -> Option<[Vec<u8>; N]> {
     let root = format!("{}/../shared/{dir}", env!("CARGO_MANIFEST_DIR"));
     let files: Option<Vec<Vec<u8>>> = names
         .iter()
@@ -109,5 +109,5 @@ pub fn shared_files(dir: &str, names: &[&str]) -> Option<Vec<Vec<u8>>> {
     if files.is_none() {
         println!("SKIPPED: {root} is absent (Llama 3 data is not redistributed in this repo)");
     }
-    files
+    files.and_then(|f| f.try_into().ok())
 }
