@@ -113,6 +113,12 @@ function bindNew(raw) {
     return invalidArgument(op, String(e?.message ?? e), e);
   }
 
+  /** An error thrown while reading the caller's arguments (a getter, a proxy): no wasm ran, so
+   * whatever it is — even a RangeError — it is the caller's `InvalidArgument`. */
+  function fromArguments(op, e) {
+    return isKopitiamError(e) ? e : invalidArgument(op, String(e?.message ?? e), e);
+  }
+
   /** The raw handle of `v`, which must be a live public object of `Class`. */
   function handle(op, name, v, Class) {
     const h = typeof v === "object" && v !== null ? handles.get(v) : undefined;
@@ -158,7 +164,7 @@ function bindNew(raw) {
         self = isStatic ? null : handle(op, "this", this, Class);
         converted = convert(op, spec, args, table);
       } catch (e) {
-        throw typed(op, e);
+        throw fromArguments(op, e);
       }
       ensureRoom(op, converted);
       return enter(op, () => result(isStatic ? RawClass[name](...converted) : self[name](...converted)));
@@ -205,7 +211,7 @@ function bindNew(raw) {
           try {
             h = handle(op, "this", this, Class);
           } catch (e) {
-            throw typed(op, e);
+            throw fromArguments(op, e);
           }
           return enter(op, () => convertResult(h[name]));
         },
@@ -299,7 +305,7 @@ function bindNew(raw) {
           ? undefined
           : check.integer(op, "totalBytes", totalBytes, 0, Number.MAX_SAFE_INTEGER);
       } catch (e) {
-        throw typed(op, e);
+        throw fromArguments(op, e);
       }
       handles.set(this, enter(op, () => new raw.ModelLoader(size)));
     }
@@ -313,7 +319,7 @@ function bindNew(raw) {
       h = handle(op, "this", this, ModelLoader);
       convert(op, [], args, {});
     } catch (e) {
-      throw typed(op, e);
+      throw fromArguments(op, e);
     }
     // finish() consumes the raw loader whether it succeeds or not.
     release(this, "consumed by finish()");

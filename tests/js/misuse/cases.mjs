@@ -85,6 +85,8 @@ export function misuseCases(kw, fx) {
   finished.push(fx.gguf);
   finished.finish().free();
   const throwing = { get temperature() { throw new Error("getter"); } };
+  // A caller's RangeError is no allocation failure and no trap: no wasm ran.
+  const overflowing = { get temperature() { throw new RangeError("Maximum call stack size exceeded"); } };
   const hostile = new Proxy({}, { ownKeys() { throw new Error("ownKeys"); } });
   const hostileShape = new Proxy([2, 2], { get(t, k) { if (k === "0") throw new Error("index"); return t[k]; } });
   const IA = "InvalidArgument";
@@ -303,6 +305,8 @@ export function misuseCases(kw, fx) {
     ["prefill options 'greedy'", () => session.prefill([2], "greedy"), IA],
     ["prefill options []", () => session.prefill([2], []), IA],
     ["prefill throwing getter", () => session.prefill([2], throwing), IA],
+    ["prefill getter throwing RangeError", () => session.prefill([2], overflowing), IA],
+    ["shape of a proxy throwing RangeError", () => Tensor.zeros(new Proxy([2], { get() { throw new RangeError("too deep"); } })), IA],
     ["prefill proxy throwing ownKeys", () => session.prefill([2], hostile), IA],
     ["prefill too many ids", () => model.createSession(4).prefill([2, 2, 2, 2, 2], { temperature: 0 }), "ContextFull"],
     ["freed session.step()", () => deadSession.step(), "Freed"],
