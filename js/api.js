@@ -16,13 +16,10 @@ import { JS_ERROR_CODES, codedError, describe, invalidArgument, isKopitiamError 
  */
 function parameterKinds(handle, Tensor) {
   const int = (op, name, v) => check.integer(op, name, v);
+  const tensor = (op, name, v) => handle(op, name, v, Tensor);
   return {
-    rhs: (op, name, v) => handle(op, name, v, Tensor),
-    weight: (op, name, v) => handle(op, name, v, Tensor),
-    bias: (op, name, v) => handle(op, name, v, Tensor),
-    ids: (op, name, v) => handle(op, name, v, Tensor),
-    // conv1d's raw binding consumes its bias: hand it a second handle, never the caller's.
-    "bias?": (op, name, v) => (v === undefined || v === null ? undefined : handle(op, name, v, Tensor).clone()),
+    rhs: tensor, weight: tensor, bias: tensor, ids: tensor,
+    "bias?": (op, name, v) => (v === undefined || v === null ? undefined : tensor(op, name, v)),
     axis: int, dim: int, dim0: int, dim1: int, start: int, len: int, stride: int, kernel: int, rows: int, cols: int,
     "keepdim?": check.optionalBool,
     eps: (op, name, v) => check.finite(op, name, v, 0),
@@ -40,11 +37,18 @@ function parameterKinds(handle, Tensor) {
     bytes: check.bytes,
     tensors: (op, name, v) => {
       if (!Array.isArray(v)) throw invalidArgument(op, `${name} must be an array of Tensor, got ${describe(v)}`);
-      // Checked first, cloned after: a bad element must not leave clones behind.
-      const handles = v.map((t, i) => handle(op, `${name}[${i}]`, t, Tensor));
-      return handles.map((h) => h.clone());
+      return v.map((t, i) => tensor(op, `${name}[${i}]`, t));
     },
   };
+}
+
+/** Parameters whose raw binding consumes the handles (conv1d's bias, concat's list): they get
+ * second handles, made once every argument has passed, never the caller's own. */
+const CONSUMED = new Set(["bias?", "tensors"]);
+
+function secondHandles(v) {
+  if (Array.isArray(v)) return v.map((h) => h.clone());
+  return v === undefined ? v : v.clone();
 }
 
 /** Instance methods of Tensor that return a new Tensor, with their parameters. */
@@ -167,7 +171,10 @@ function bindNew(raw) {
         throw fromArguments(op, e);
       }
       ensureRoom(op, converted);
-      return enter(op, () => result(isStatic ? RawClass[name](...converted) : self[name](...converted)));
+      return enter(op, () => {
+        const passed = converted.map((v, i) => (CONSUMED.has(spec[i]) ? secondHandles(v) : v));
+        return result(isStatic ? RawClass[name](...passed) : self[name](...passed));
+      });
     };
   }
 

@@ -27,6 +27,11 @@ export function finite(op, name, v, min = -Infinity) {
   return v;
 }
 
+/** A thread-pool size: "auto" or an integer in [1, 1024]. */
+export function threads(op, name, v) {
+  return v === "auto" ? v : integer(op, name, v, 1, 1024);
+}
+
 /** `undefined` or a boolean. */
 export function optionalBool(op, name, v) {
   if (v !== undefined && typeof v !== "boolean") {
@@ -124,19 +129,14 @@ export function options(op, v, schema) {
   return out;
 }
 
-const unit = (op, name, v) => {
-  finite(op, name, v, 0);
-  if (v > 1) throw invalidArgument(op, `${name} must be in [0, 1], got ${v}`);
-  return v;
-};
-
-/** `SamplingOptions` (see the TypeScript types): temperature 0 = greedy. */
+/** `SamplingOptions` (see the TypeScript types) by JavaScript type; their ranges are checked by
+ * the Rust sampler (`SamplerConfig::validate`), in one place. */
 export const SAMPLING = Object.freeze({
-  temperature: (op, name, v) => finite(op, name, v, 0),
+  temperature: finite,
   topK: (op, name, v) => integer(op, name, v),
-  topP: unit,
-  minP: unit,
-  repeatPenalty: (op, name, v) => finite(op, name, v, Number.MIN_VALUE),
+  topP: finite,
+  minP: finite,
+  repeatPenalty: finite,
   repeatLastN: (op, name, v) => integer(op, name, v),
   seed: (op, name, v) => integer(op, name, v, 0, Number.MAX_SAFE_INTEGER),
 });

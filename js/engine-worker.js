@@ -125,17 +125,15 @@ const handlers = {
 
   async generate(msg, signal) {
     requireModel();
-    const { maxTokens: maxOpt, stop, contextLength, enableThinking, ...sampling } = msg.opts ?? {};
-    const opts = { maxTokens: maxOpt, stop, contextLength };
+    // The page checked every option (js/engine.js); what is not the loop's is the sampler's.
+    const { maxTokens = 128, stop = [], contextLength, enableThinking, ...sampling } = msg.opts ?? {};
     const ids = msg.messages
       ? model.chatTokens(msg.messages, enableThinking)
       : model.tokenize(msg.prompt, true, true);
-    const maxTokens = opts.maxTokens ?? 128;
-    const context = Math.min(model.info.contextLength, opts.contextLength ?? ids.length + maxTokens);
+    const context = Math.min(model.info.contextLength, contextLength ?? ids.length + maxTokens);
     if (ids.length + 1 > context) {
       throw codedError("ContextFull", `the prompt has ${ids.length} tokens; the context holds ${context}`);
     }
-    const stops = opts.stop ? [].concat(opts.stop) : [];
     const session = model.createSession(context);
     try {
       const t0 = performance.now();
@@ -154,7 +152,7 @@ const handlers = {
         if (step.eog) break;
         tokens.push(step.token);
         text += step.text;
-        const hit = stops.find((s) => s && text.includes(s));
+        const hit = stop.find((s) => s && text.includes(s));
         if (hit) {
           text = text.slice(0, text.indexOf(hit));
           break;

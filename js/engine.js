@@ -22,10 +22,6 @@ const isSignal = (op, name, v) => {
   }
   return v;
 };
-const isBool = (op, name, v) => {
-  if (typeof v !== "boolean") throw invalidArgument(op, `${name} must be a boolean, got ${describe(v)}`);
-  return v;
-};
 const stopStrings = (op, name, v) => {
   const list = typeof v === "string" ? [v] : v;
   if (!Array.isArray(list) || !list.every((x) => typeof x === "string")) {
@@ -42,26 +38,17 @@ const GENERATE = Object.freeze({
 });
 const STREAMING = Object.freeze({ ...GENERATE, onToken: isFunction });
 /** `chat` also takes the template switch Qwen 3 reads (false: answer without reasoning). */
-const CHAT = Object.freeze({ ...STREAMING, enableThinking: isBool });
-const LOAD = Object.freeze({ onProgress: isFunction, signal: isSignal, cache: isBool });
-const TOKENIZE = Object.freeze({ addSpecial: isBool, parseSpecial: isBool });
+const CHAT = Object.freeze({ ...STREAMING, enableThinking: check.optionalBool });
+const LOAD = Object.freeze({ onProgress: isFunction, signal: isSignal, cache: check.optionalBool });
+const TOKENIZE = Object.freeze({ addSpecial: check.optionalBool, parseSpecial: check.optionalBool });
 const CREATE = Object.freeze({
-  threads: (op, name, v) => (v === "auto" ? v : check.integer(op, name, v, 1, 1024)),
+  threads: check.threads,
   build: check.string,
   workerUrl: (op, name, v) => {
     if (typeof v !== "string" && !(v instanceof URL)) throw invalidArgument(op, `${name} must be a string or URL, got ${describe(v)}`);
     return v;
   },
 });
-
-/** Runs `f` so that a check failure becomes a rejected promise, as for every engine call. */
-function checked(f) {
-  try {
-    return Promise.resolve(f());
-  } catch (e) {
-    return Promise.reject(e);
-  }
-}
 
 
 class Engine {
@@ -153,16 +140,14 @@ class Engine {
   }
 
   /** Token ids of `text` (BOS added and special tokens parsed by default). */
-  tokenize(text, options) {
-    return checked(() => {
-      check.string("tokenize", "text", text);
-      const { addSpecial = true, parseSpecial = true } = check.options("tokenize", options, TOKENIZE) ?? {};
-      return this.call("tokenize", { text, addSpecial, parseSpecial });
-    });
+  async tokenize(text, options) {
+    check.string("tokenize", "text", text);
+    const { addSpecial = true, parseSpecial = true } = check.options("tokenize", options, TOKENIZE) ?? {};
+    return this.call("tokenize", { text, addSpecial, parseSpecial });
   }
 
-  detokenize(ids) {
-    return checked(() => this.call("detokenize", { ids: Array.from(check.u32List("detokenize", "ids", ids)) }));
+  async detokenize(ids) {
+    return this.call("detokenize", { ids: Array.from(check.u32List("detokenize", "ids", ids)) });
   }
 
   /** Streams `{ text, token }` pieces; ends at EOG, `maxTokens`, a stop string, or `signal`. */
@@ -194,27 +179,23 @@ class Engine {
   }
 
   /** Generates to the end; resolves to `{ text, tokens, stats, stopped }`. */
-  complete(prompt, options) {
-    return checked(() => {
-      check.string("complete", "prompt", prompt);
-      const { signal, onToken, ...opts } = check.options("complete", options, STREAMING) ?? {};
-      return this.call("generate", { prompt, opts }, { signal, onEvent: onToken });
-    });
+  async complete(prompt, options) {
+    check.string("complete", "prompt", prompt);
+    const { signal, onToken, ...opts } = check.options("complete", options, STREAMING) ?? {};
+    return this.call("generate", { prompt, opts }, { signal, onEvent: onToken });
   }
 
   /** `complete` over the model's own chat template (`[{ role, content }]`; the built-in Gemma
    * format for a file without one), with exactly one BOS. */
-  chat(messages, options) {
-    return checked(() => {
-      const list = check.messages("chat", "messages", messages);
-      const { signal, onToken, ...opts } = check.options("chat", options, CHAT) ?? {};
-      return this.call("generate", { messages: list, opts }, { signal, onEvent: onToken });
-    });
+  async chat(messages, options) {
+    const list = check.messages("chat", "messages", messages);
+    const { signal, onToken, ...opts } = check.options("chat", options, CHAT) ?? {};
+    return this.call("generate", { messages: list, opts }, { signal, onEvent: onToken });
   }
 
   /** Float32Array of the last position's logits for `ids`. */
-  logits(ids) {
-    return checked(() => this.call("logits", { ids: Array.from(check.u32List("logits", "ids", ids)) }));
+  async logits(ids) {
+    return this.call("logits", { ids: Array.from(check.u32List("logits", "ids", ids)) });
   }
 
   /** Frees the model and stops the worker. */

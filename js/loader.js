@@ -9,6 +9,7 @@
 // `threads: 1` the automatic choice is a single-thread build (no atomics, no pool to start).
 
 import { bind } from "./api.js";
+import * as check from "./args.js";
 import { codedError } from "./errors.js";
 
 /** A minimal module whose one function executes i32x4.relaxed_dot_i8x16_i7x16_add_s. */
@@ -47,19 +48,16 @@ const THREADED = new Set(["threads", "relaxed-threads"]);
 
 /** The build `auto` resolves to here (for a pool of `threads`, if given). */
 export function pickBuild(threads = "auto") {
-  threadCount(threads);
+  check.threads("pickBuild", "threads", threads);
   const relaxed = relaxedSimdSupported();
   if (threads !== 1 && threadsSupported()) return relaxed ? "relaxed-threads" : "threads";
   return relaxed ? "relaxed" : "simd";
 }
 
-/** `threads` as a pool size: "auto" or an integer in [1, 1024]. */
+/** `threads` as a pool size ("auto" = the hardware's). */
 function threadCount(threads) {
-  if (threads === "auto") return Math.max(1, globalThis.navigator?.hardwareConcurrency || 1);
-  if (!Number.isInteger(threads) || threads < 1 || threads > 1024) {
-    throw codedError("InvalidArgument", `threads must be "auto" or an integer in [1, 1024], got ${String(threads)}`);
-  }
-  return threads;
+  const n = check.threads("loadKopitiam", "threads", threads);
+  return n === "auto" ? Math.max(1, globalThis.navigator?.hardwareConcurrency || 1) : n;
 }
 
 /**

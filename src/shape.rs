@@ -47,8 +47,14 @@ impl Shape {
     /// too: then every partial product of an accepted shape's dimensions (row lengths, outer
     /// counts, strides) fits `usize`, and ops may multiply them freely.
     pub fn checked_elem_count(&self) -> Result<usize> {
-        let nonzero: Vec<usize> = self.0.iter().map(|&d| d.max(1)).collect();
-        let n = checked_product("element count", &nonzero)?;
+        let n = self
+            .0
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d.max(1)))
+            .ok_or_else(|| Error::SizeOverflow {
+                what: "element count",
+                size: self.0.iter().map(|&d| d.max(1) as f64).product(),
+            })?;
         Ok(if self.0.contains(&0) { 0 } else { n })
     }
 

@@ -85,9 +85,14 @@ impl Args {
     }
 }
 
+/// A library error as the CLI prints it: the message and its stable code.
+fn coded(e: kopitiam_wasm::Error) -> String {
+    format!("{e} [{}]", e.code())
+}
+
 fn load(path: &str) -> CliResult<Model> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    Model::load(bytes).map_err(|e| format!("{path}: {e} [{}]", e.code()))
+    Model::load(bytes).map_err(|e| format!("{path}: {}", coded(e)))
 }
 
 fn main() -> ExitCode {
@@ -165,7 +170,7 @@ fn inspect(args: &Args) -> CliResult<()> {
 /// A file's metadata and tokenizer, without loading any weights (vocab-only files work).
 fn vocab(path: &str) -> CliResult<(GgufFile, Tokenizer)> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let fail = |e: kopitiam_wasm::Error| format!("{path}: {e} [{}]", e.code());
+    let fail = |e| format!("{path}: {}", coded(e));
     let g = GgufFile::parse(&bytes).map_err(fail)?;
     let tok = tokenizer_from_gguf(&g).map_err(fail)?;
     Ok((g, tok))
@@ -207,7 +212,7 @@ fn chat_format(args: &Args) -> CliResult<()> {
         .collect::<CliResult<Vec<_>>>()?;
     let prompt = ChatFormat::new(&g, &tok)
         .render(&messages, true, None)
-        .map_err(|e| format!("{e} [{}]", e.code()))?;
+        .map_err(coded)?;
     print!("{prompt}");
     Ok(())
 }
@@ -258,7 +263,7 @@ fn generate(args: &Args) -> CliResult<()> {
     let ids = if args.flag("--chat") {
         let turn = [ChatMessage::new("user", text)];
         let chat = model.chat_format().tokens(&turn, true, None);
-        chat.map_err(|e| format!("{e} [{}]", e.code()))?
+        chat.map_err(coded)?
     } else {
         model.tokenizer().encode(text, true, true)
     };

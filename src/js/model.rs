@@ -252,8 +252,8 @@ fn chat_messages(flat: &[String]) -> Result<Vec<ChatMessage>, JsValue> {
 }
 
 /// `SamplingOptions` as JavaScript spells them: every key optional, wrong types rejected by serde
-/// (a string `"0"` is not a temperature). `js/args.js` has already checked each key by name and
-/// reported unknown ones; this keeps the binding strict for any other caller.
+/// (a string `"0"` is not a temperature); the ranges are [`SamplerConfig::validate`]'s. The JS
+/// layer (`js/args.js`) has already checked the keys by name, for messages that name them.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SamplingOptions {
@@ -267,39 +267,28 @@ struct SamplingOptions {
 }
 
 impl SamplingOptions {
-    /// Reads and range-checks `options` (`undefined` = all defaults).
+    /// The sampler settings of `options` (`undefined` = all defaults), validated.
     fn parse(options: JsValue) -> Result<SamplerConfig, Error> {
-        let bad = |reason: String| Error::InvalidArgument {
-            op: "SamplingOptions",
-            reason,
-        };
-        if options.is_undefined() || options.is_null() {
-            return Ok(SamplerConfig::default());
-        }
-        let o: SamplingOptions = serde_wasm_bindgen::from_value(options)
-            .map_err(|e| bad(e.to_string().trim_start_matches("Error: ").to_string()))?;
         let d = SamplerConfig::default();
-        let unit = |name: &str, v: Option<f32>, default: f32| match v {
-            Some(x) if !(0.0..=1.0).contains(&x) => {
-                Err(bad(format!("{name} {x} is not in [0, 1]")))
-            }
-            v => Ok(v.unwrap_or(default)),
-        };
-        let positive = |name: &str, v: Option<f32>, default: f32, min: f32| match v {
-            Some(x) if !(x.is_finite() && x >= min) => {
-                Err(bad(format!("{name} {x} is not a finite number >= {min}")))
-            }
-            v => Ok(v.unwrap_or(default)),
-        };
-        Ok(SamplerConfig {
-            temperature: positive("temperature", o.temperature, d.temperature, 0.0)?,
+        if options.is_undefined() || options.is_null() {
+            return Ok(d);
+        }
+        let o: SamplingOptions =
+            serde_wasm_bindgen::from_value(options).map_err(|e| Error::InvalidArgument {
+                op: "SamplingOptions",
+                reason: e.to_string().trim_start_matches("Error: ").to_string(),
+            })?;
+        let cfg = SamplerConfig {
+            temperature: o.temperature.unwrap_or(d.temperature),
             top_k: o.top_k.map_or(d.top_k, |k| k as usize),
-            top_p: unit("topP", o.top_p, d.top_p)?,
-            min_p: unit("minP", o.min_p, d.min_p)?,
-            repeat_penalty: positive("repeatPenalty", o.repeat_penalty, d.repeat_penalty, 1e-6)?,
+            top_p: o.top_p.unwrap_or(d.top_p),
+            min_p: o.min_p.unwrap_or(d.min_p),
+            repeat_penalty: o.repeat_penalty.unwrap_or(d.repeat_penalty),
             repeat_last_n: o.repeat_last_n.map_or(d.repeat_last_n, |n| n as usize),
             seed: o.seed.unwrap_or(d.seed),
-        })
+        };
+        cfg.validate()?;
+        Ok(cfg)
     }
 }
 

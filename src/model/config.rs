@@ -26,18 +26,20 @@ pub enum Arch {
 }
 
 impl Arch {
-    /// GGUF `general.architecture` names, in the order of [`Arch::from_name`]'s table.
-    pub const NAMES: [&'static str; 5] = ["gemma3", "llama", "qwen2", "qwen3", "phi3"];
+    /// GGUF `general.architecture` names and the architectures they are.
+    pub const TABLE: [(&'static str, Arch); 5] = [
+        ("gemma3", Arch::Gemma3),
+        ("llama", Arch::Llama),
+        ("qwen2", Arch::Qwen2),
+        ("qwen3", Arch::Qwen3),
+        ("phi3", Arch::Phi3),
+    ];
 
     pub fn from_name(name: &str) -> Option<Arch> {
-        let all = [
-            Arch::Gemma3,
-            Arch::Llama,
-            Arch::Qwen2,
-            Arch::Qwen3,
-            Arch::Phi3,
-        ];
-        Arch::NAMES.iter().position(|&n| n == name).map(|i| all[i])
+        Arch::TABLE
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, a)| a)
     }
 }
 
@@ -99,7 +101,7 @@ impl Config {
         let arch = Arch::from_name(&arch_name).ok_or_else(|| Error::UnsupportedModel {
             reason: format!(
                 "architecture {arch_name:?} (supported: {})",
-                Arch::NAMES.join(", ")
+                Arch::TABLE.map(|(n, _)| n).join(", ")
             ),
         })?;
         let key = |k: &str| format!("{arch_name}.{k}");

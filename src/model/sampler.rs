@@ -38,6 +38,39 @@ pub struct SamplerConfig {
     pub seed: u64,
 }
 
+impl SamplerConfig {
+    /// Errors unless every setting means something: a finite temperature (`<= 0` is greedy),
+    /// `top_p` in [0, 1], `min_p >= 0` (from 1 on only the best token stays), a finite positive
+    /// repetition penalty. The one place these
+    /// ranges live: the sampler checks them before each draw, the bindings when a config is set.
+    pub fn validate(&self) -> Result<()> {
+        let unit = |name: &str, v: f32| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(invalid(format!("{name} must be in [0, 1], got {v}")))
+            }
+        };
+        if !self.temperature.is_finite() {
+            return Err(invalid(format!(
+                "temperature must be finite, got {}",
+                self.temperature
+            )));
+        }
+        unit("top_p", self.top_p)?;
+        if self.min_p.is_nan() || self.min_p < 0.0 {
+            return Err(invalid(format!("min_p must be >= 0, got {}", self.min_p)));
+        }
+        if !(self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0) {
+            return Err(invalid(format!(
+                "repeat_penalty must be finite and > 0, got {}",
+                self.repeat_penalty
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Default for SamplerConfig {
     /// `temperature 1.0, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1.0 (off),
     /// repeat_last_n 64, seed 0`: llama.cpp's CLI filters with an unscaled distribution.
@@ -210,24 +243,7 @@ impl Sampler {
     /// are.
     fn prepare(&mut self, logits: &[f32], history: &[u32]) -> Result<bool> {
         let c = self.config;
-        if c.temperature.is_nan() || c.temperature.is_infinite() {
-            return Err(invalid(format!(
-                "temperature must be finite, got {}",
-                c.temperature
-            )));
-        }
-        if c.top_p.is_nan() {
-            return Err(invalid("top_p is NaN".into()));
-        }
-        if c.min_p.is_nan() || c.min_p < 0.0 {
-            return Err(invalid(format!("min_p must be >= 0, got {}", c.min_p)));
-        }
-        if !(c.repeat_penalty.is_finite() && c.repeat_penalty > 0.0) {
-            return Err(invalid(format!(
-                "repeat_penalty must be finite and > 0, got {}",
-                c.repeat_penalty
-            )));
-        }
+        c.validate()?;
         if logits.is_empty() {
             return Err(invalid("logits are empty".into()));
         }

@@ -248,6 +248,17 @@ impl LayerWeights {
     }
 }
 
+/// `[f(0), …, f(N - 1)]`, or the first error.
+fn try_array<T, const N: usize>(mut f: impl FnMut(usize) -> Result<T>) -> Result<[T; N]> {
+    let mut v = Vec::with_capacity(N);
+    for i in 0..N {
+        v.push(f(i)?);
+    }
+    // `v` holds exactly N entries, so this cannot fail.
+    v.try_into()
+        .map_err(|_| Error::shape("try_array", N, "another count"))
+}
+
 /// Little-endian f16 or bf16 `bytes` (two per element of `out`) into `out`, through a stack
 /// tile so that `half`'s bulk conversion runs without a copy of the whole tensor.
 fn decode_half<H: Copy + Default>(bytes: &[u8], out: &mut [f32], from_le: fn([u8; 2]) -> H)
@@ -334,7 +345,7 @@ impl Loader<'_> {
 
     /// The matrix `name` (`[Σ rows, inp]`) as consecutive row blocks of `rows[i]` rows each: for
     /// a fused kernel, views of the file's bytes (rows of a block format are whole byte runs);
-    /// otherwise f32 copies.
+    /// otherwise the matrix is decoded to f32 once and cut (the first block keeps the buffer).
     fn split_rows<const N: usize>(
         &self,
         name: &str,
@@ -347,42 +358,46 @@ impl Loader<'_> {
             .try_fold(0usize, |a, &r| a.checked_add(r))
             .ok_or_else(|| Error::overflow("fused rows", &rows))?;
         self.check_shape(info, &[total, inp])?;
-        let mut blocks = Vec::with_capacity(N);
-        let mut start = 0;
-        for &r in &rows {
-            blocks.push(self.rows_of(info, start, r, inp)?);
-            start += r;
+        // Row starts; every partial sum is at most `total`, which was checked.
+        let mut starts = [0usize; N];
+        for i in 1..N {
+            starts[i] = starts[i - 1] + rows[i - 1];
         }
-        // `blocks` holds exactly N entries.
-        blocks
-            .try_into()
-            .map_err(|_| Error::shape("split_rows", N, "another count"))
+        if quant_type(info.dtype).is_some_and(|t| t.fused.is_some()) {
+            return try_array(|i| self.view_rows(info, starts[i], rows[i], inp));
+        }
+        // Dense: decoded once; a single block keeps the buffer, fused blocks are copied out.
+        let mut w = self.decode(info)?;
+        try_array(|i| {
+            let w = if N == 1 {
+                std::mem::take(&mut w)
+            } else {
+                // Within `w`: the shape was checked.
+                crate::storage::try_copy(&w[starts[i] * inp..(starts[i] + rows[i]) * inp])?
+            };
+            Ok(Linear::Dense {
+                w,
+                out: rows[i],
+                inp,
+            })
+        })
     }
 
-    /// Rows `start..start + out` of the checked matrix `info` (`[_, inp]`).
-    fn rows_of(&self, info: &TensorInfo, start: usize, out: usize, inp: usize) -> Result<Linear> {
+    /// Rows `start..start + out` of the checked block-quantized matrix `info` (`[_, inp]`), as a
+    /// view of the file's bytes.
+    fn view_rows(&self, info: &TensorInfo, start: usize, out: usize, inp: usize) -> Result<Linear> {
         let row_bytes = info.dtype.storage_bytes(inp)?;
         let span = |r: usize| checked_product("tensor rows", &[r, row_bytes]);
         let begin = info.offset.saturating_add(span(start)?);
         let end = begin.saturating_add(span(out)?);
-        let past_end = || Error::InvalidGguf {
+        let bytes = Bytes::slice_of(self.file, begin..end).ok_or_else(|| Error::InvalidGguf {
             offset: info.offset as u64,
             reason: format!("tensor {} runs past the end of the file", info.name),
-        };
-        if quant_type(info.dtype).is_some_and(|t| t.fused.is_some()) {
-            let bytes = Bytes::slice_of(self.file, begin..end).ok_or_else(past_end)?;
-            return Ok(Linear::Quant(Tensor::from_quantized_bytes(
-                info.dtype,
-                bytes,
-                [out, inp],
-            )?));
-        }
-        let all = self.decode(info)?;
-        let (lo, hi) = (start * inp, (start + out) * inp);
-        Ok(Linear::Dense {
-            w: crate::storage::try_copy(all.get(lo..hi).ok_or_else(past_end)?)?,
-            out,
-            inp,
-        })
+        })?;
+        Ok(Linear::Quant(Tensor::from_quantized_bytes(
+            info.dtype,
+            bytes,
+            [out, inp],
+        )?))
     }
 }

@@ -33,9 +33,22 @@ const BYTE_CHARS: [char; 256] = {
     table
 };
 
+/// [`BYTE_CHARS`] inverted: the byte each map character stands for, by code point (all of
+/// them lie below U+0144); -1 for a code point the map does not use.
+const CHAR_BYTES: [i16; 0x144] = {
+    let mut table = [-1i16; 0x144];
+    let mut b = 0;
+    while b < 256 {
+        table[BYTE_CHARS[b] as usize] = b as i16;
+        b += 1;
+    }
+    table
+};
+
 /// The byte a character of the byte map stands for.
 fn char_byte(c: char) -> Option<u8> {
-    BYTE_CHARS.iter().position(|&m| m == c).map(|b| b as u8)
+    let b = *CHAR_BYTES.get(c as usize)?;
+    u8::try_from(b).ok()
 }
 
 /// The character `b` is written as in a byte-level vocabulary.
