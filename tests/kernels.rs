@@ -6,7 +6,8 @@ mod common;
 use common::Rng;
 use half::f16;
 use kopitiam_wasm::quant::kernels::{self, scalar};
-use kopitiam_wasm::quant::{dequantize_row_q4_0, dequantize_row_q8_0, Q8Act};
+use kopitiam_wasm::quant::{dequantize_row_q4_0, dequantize_row_q8_0, quantize_row_q8_k, Q8Act};
+use kopitiam_wasm::DType;
 
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -125,6 +126,104 @@ fn block_dots_equal_scalar_twins_bit_for_bit() {
                 a.to_bits(),
                 b.to_bits(),
                 "q8_0·q8_0, {blocks} blocks: {a} vs {b}"
+            );
+        }
+    }
+}
+
+/// Random blocks of a K-quant mix format with finite f16 scales where the format keeps them
+/// (some zero, some ±max), every other byte random; a few blocks with saturated quants.
+fn random_mix_blocks(rng: &mut Rng, dtype: DType, blocks: usize) -> Vec<u8> {
+    let bb = dtype.block_bytes();
+    let mut out: Vec<u8> = (0..blocks * bb).map(|_| rng.next_u64() as u8).collect();
+    for (b, block) in out.chunks_exact_mut(bb).enumerate() {
+        let mut scale = || {
+            let d = match rng.below(9) {
+                0 => 0.0,
+                1 => -65504.0,
+                _ => rng.f32() * 0.1,
+            };
+            f16::from_f32(d).to_bits().to_le_bytes()
+        };
+        let (at, count) = match dtype {
+            DType::Q6_K => (208, 1),
+            DType::Q4_K | DType::Q5_K => (0, 2),
+            _ => (0, 1),
+        };
+        for k in 0..count {
+            block[at + 2 * k..at + 2 * k + 2].copy_from_slice(&scale());
+        }
+        if b % 5 == 3 {
+            let quants = match dtype {
+                DType::Q6_K => 0..192,
+                DType::Q5_0 => 2..22,
+                _ => 16..bb,
+            };
+            block[quants].fill(0xFF);
+        }
+    }
+    out
+}
+
+/// Q8_K activation rows quantized from random floats (so `bsums` agree with the quants), with
+/// one block of saturated raw quants -128 (outside what the quantizer writes, still summed exactly).
+fn random_q8_k(rng: &mut Rng, blocks: usize) -> Vec<u8> {
+    let x: Vec<f32> = (0..blocks * 256).map(|_| rng.f32() * 3.0).collect();
+    let mut q = vec![0u8; blocks * 292];
+    quantize_row_q8_k(&x, &mut q);
+    if blocks > 1 {
+        q[292 + 4..292 + 260].fill(0x80);
+    }
+    q
+}
+
+#[test]
+fn k_mix_dots_equal_scalar_twins_bit_for_bit() {
+    type Dot = fn(&[u8], &[u8]) -> f32;
+    let mut rng = Rng::new(23);
+    let k_dots: [(DType, Dot, Dot); 3] = [
+        (
+            DType::Q4_K,
+            kernels::vec_dot_q4_k_q8_k,
+            scalar::vec_dot_q4_k_q8_k,
+        ),
+        (
+            DType::Q5_K,
+            kernels::vec_dot_q5_k_q8_k,
+            scalar::vec_dot_q5_k_q8_k,
+        ),
+        (
+            DType::Q6_K,
+            kernels::vec_dot_q6_k_q8_k,
+            scalar::vec_dot_q6_k_q8_k,
+        ),
+    ];
+    for blocks in [1, 2, 3, 8] {
+        for _ in 0..20 {
+            let x = random_q8_k(&mut rng, blocks);
+            for (dtype, fast, twin) in k_dots {
+                let w = random_mix_blocks(&mut rng, dtype, blocks);
+                let (a, b) = (fast(&w, &x), twin(&w, &x));
+                assert_eq!(
+                    canonical_bits(a),
+                    canonical_bits(b),
+                    "{dtype}, {blocks} blocks: {a} vs {b}"
+                );
+            }
+        }
+    }
+    for blocks in [1, 2, 3, 4, 5, 7, 20] {
+        for _ in 0..20 {
+            let w = random_mix_blocks(&mut rng, DType::Q5_0, blocks);
+            let x = random_blocks(&mut rng, blocks, 34);
+            let (a, b) = (
+                kernels::vec_dot_q5_0_q8_0(&w, &x),
+                scalar::vec_dot_q5_0_q8_0(&w, &x),
+            );
+            assert_eq!(
+                canonical_bits(a),
+                canonical_bits(b),
+                "q5_0, {blocks} blocks: {a} vs {b}"
             );
         }
     }

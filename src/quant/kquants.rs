@@ -18,7 +18,7 @@
 use crate::dtype::DType;
 
 use super::blocks::read_f16;
-use super::kernels::isum_i8;
+use super::kernels::scalar::isum_i8;
 
 /// Elements per K super-block.
 pub const QK_K: usize = 256;
@@ -34,7 +34,7 @@ const _: () = assert!(DType::Q8_K.block_bytes() == 4 + QK_K + 2 * QK_K / 16);
 /// bytes `j` and `j + 4`; sub-blocks 4..8 put their low 4 bits in the nibbles of byte `j + 4`
 /// and their top 2 bits in the otherwise unused top bits of bytes `j − 4` (scale) and `j` (min).
 #[inline]
-fn get_scale_min_k4(j: usize, scales: &[u8]) -> (u8, u8) {
+pub(crate) fn get_scale_min_k4(j: usize, scales: &[u8]) -> (u8, u8) {
     if j < 4 {
         (scales[j] & 63, scales[j + 4] & 63)
     } else {
@@ -145,7 +145,7 @@ pub fn dequantize_row_q6_k(bytes: &[u8], out: &mut [f32]) {
 }
 
 #[inline]
-fn read_f32(b: &[u8]) -> f32 {
+pub(crate) fn read_f32(b: &[u8]) -> f32 {
     f32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
@@ -211,7 +211,7 @@ pub fn quantize_row_q8_k(x: &[f32], out: &mut [u8]) {
 
 /// `Σ bsums[2j] + bsums[2j + 1]`: the Q8_K quant sum over sub-block `j` (32 elements).
 #[inline]
-fn q8_k_sub_sum(bsums: &[u8], j: usize) -> i32 {
+pub(crate) fn q8_k_sub_sum(bsums: &[u8], j: usize) -> i32 {
     let at = |g: usize| i16::from_le_bytes([bsums[2 * g], bsums[2 * g + 1]]) as i32;
     at(2 * j) + at(2 * j + 1)
 }

@@ -8,7 +8,7 @@
 use crate::dtype::DType;
 
 use super::blocks::read_f16;
-use super::kernels::isum_i8;
+use super::kernels::scalar::{accumulate4, isum_i8};
 
 /// Elements per Q4_1 / Q5_0 / Q5_1 block.
 const QK: usize = 32;
@@ -79,22 +79,21 @@ pub fn dequantize_row_q5_1(bytes: &[u8], out: &mut [f32]) {
 /// Σ over blocks of `d_w · d_x · Σ (q5 − 16) · q8`: one Q5_0 row against one Q8_0 row.
 ///
 /// Q5_0 pairs with Q8_0 activations (as in ggml), so the inner sum is exact in i32 and the f32
-/// accumulation runs in block order, like the Q4_0 kernel.
+/// accumulation is the four-lane order of the Q4_0 kernel (`accumulate4`), which the SIMD twin
+/// keeps with one accumulator per lane.
 pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mut sum = 0.0f32;
-    for (wb, xb) in w
+    let blocks = w
         .chunks_exact(DType::Q5_0.block_bytes())
         .zip(x.chunks_exact(DType::Q8_0.block_bytes()))
-    {
-        let h = read_qh(&wb[2..6]);
-        let mut q = [0i8; QK];
-        for (j, &b) in wb[6..].iter().enumerate() {
-            let (lo, hi) = q5_pair(b, h, j);
-            q[j] = (lo - 16) as i8;
-            q[j + QK / 2] = (hi - 16) as i8;
-        }
-        let isum = isum_i8(&q, &xb[2..]);
-        sum += read_f16(wb) * read_f16(xb) * isum as f32;
-    }
-    sum
+        .map(|(wb, xb)| {
+            let h = read_qh(&wb[2..6]);
+            let mut q = [0i8; QK];
+            for (j, &b) in wb[6..].iter().enumerate() {
+                let (lo, hi) = q5_pair(b, h, j);
+                q[j] = (lo - 16) as i8;
+                q[j + QK / 2] = (hi - 16) as i8;
+            }
+            (read_f16(wb) * read_f16(xb), isum_i8(&q, &xb[2..]))
+        });
+    accumulate4(blocks)
 }

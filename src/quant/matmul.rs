@@ -66,11 +66,11 @@ impl Tensor {
 /// Reusable buffers of [`matmul_into`], so a decode loop allocates nothing per token.
 #[derive(Default, Debug)]
 pub struct MatmulScratch {
-    /// Prepared activations for the Q4_0 kernels.
+    /// Prepared Q8_0 activations (Q4_0, Q8_0 and Q5_0 weights).
     act: Q8Act,
-    /// Quantized activation rows for the other formats.
+    /// Q8_K activation rows (the K formats).
     xq: Vec<u8>,
-    /// Per-chunk `[rows, chunk]` blocks of a multi-row Q4_0 matmul before they are copied into place.
+    /// Per-chunk `[rows, chunk]` blocks of a multi-row matmul before they are copied into place.
     blocks: Vec<f32>,
 }
 
@@ -86,52 +86,14 @@ pub fn matmul_into(
     scratch: &mut MatmulScratch,
     out: &mut [f32],
 ) -> Result<()> {
-    let fused = fused_kernel(weight.dtype())?;
-    let (rows, n_out, n_in) = matmul_dims(x, weight, fused, out.len())?;
-    if rows == 0 || n_out == 0 {
-        return Ok(());
-    }
-    let w = weight.quantized_bytes()?;
-    let w_row = weight.dtype().storage_bytes(n_in)?;
-    let chunk = chunk_rows(n_out, n_out);
-    if weight.dtype() == DType::Q4_0 {
-        if rows == 1 {
-            // One row straight into `out`: chunks of `out` are chunks of weight rows.
-            scratch.act.prepare(x, n_in)?;
-            let act = &scratch.act;
-            parallel::for_each_chunk_mut(out, chunk, |c, o| {
-                kernels::gemm_q4_0_q8_0(&w[c * chunk * w_row..], act, o);
-            });
-            return Ok(());
-        }
-        return q4_0_many(x, n_in, &[(w, n_out)], scratch, &mut [out]);
-    }
-    let row_bytes = fused.act.storage_bytes(n_in)?;
-    let need = rows * row_bytes;
-    let xq = &mut scratch.xq;
-    try_grow(xq, need)?;
-    for (xr, qr) in x
-        .chunks_exact(n_in)
-        .zip(xq.chunks_exact_mut(row_bytes.max(1)))
-    {
-        (fused.quantize_act)(xr, qr);
-    }
-    let xq = &xq[..need];
-    parallel::for_each_chunk_mut(out, chunk * rows, |c, out_chunk| {
-        for (i, y) in out_chunk.iter_mut().enumerate() {
-            let flat = c * chunk * rows + i;
-            let (r, o) = (flat / n_out, flat % n_out);
-            let xr = &xq[r * row_bytes..(r + 1) * row_bytes];
-            *y = (fused.dot)(&w[o * w_row..(o + 1) * w_row], xr);
-        }
-    });
-    Ok(())
+    matmul_many(x, &[weight], scratch, &mut [out])
 }
 
 /// [`matmul_into`] for several weights that read the same `x` (an attention block's Q, K and V;
-/// a feed-forward's gate and up): for Q4_0 weights of one width the activations are prepared
-/// once and all the matrices' rows are one parallel job, so a decode step starts fewer jobs.
-/// Other weights go one at a time. The bits are those of separate calls.
+/// a feed-forward's gate and up): when they pair with one activation format and share a width,
+/// the activations are prepared once and all the matrices' rows are one parallel job, so a
+/// decode step starts fewer jobs. Otherwise they go one at a time. The bits are those of
+/// separate calls.
 pub fn matmul_many(
     x: &[f32],
     weights: &[&Tensor],
@@ -141,74 +103,179 @@ pub fn matmul_many(
     if weights.len() != outs.len() {
         return Err(Error::shape(OP, weights.len(), outs.len()));
     }
-    let mut n_in = None;
+    let mut shared: Option<(FusedDot, usize)> = None;
     let mut together = weights.len() <= MAX_MANY;
-    for (w, out) in weights.iter().zip(outs.iter()) {
-        let (_, _, i) = matmul_dims(x, w, fused_kernel(w.dtype())?, out.len())?;
-        together &= w.dtype() == DType::Q4_0 && n_in.is_none_or(|n| n == i);
-        n_in = Some(i);
+    let mut ws = [Job::default(); MAX_MANY];
+    for (i, (w, out)) in weights.iter().zip(outs.iter()).enumerate() {
+        let fused = fused_kernel(w.dtype())?;
+        let (_, n_out, n_in) = matmul_dims(x, w, fused, out.len())?;
+        together &= shared.is_none_or(|(f, i)| (f.act, i) == (fused.act, n_in));
+        shared = Some((fused, n_in));
+        if let Some(job) = ws.get_mut(i) {
+            *job = Job {
+                bytes: w.quantized_bytes()?,
+                rows: n_out,
+                dtype: w.dtype(),
+                dot: fused.dot,
+            };
+        }
     }
-    if !together || x.is_empty() {
+    if !together {
         for (w, out) in weights.iter().zip(outs.iter_mut()) {
             matmul_into(x, w, scratch, out)?;
         }
         return Ok(());
     }
-    let mut ws = [(&[][..], 0usize); MAX_MANY];
-    for (slot, t) in ws.iter_mut().zip(weights) {
-        *slot = (t.quantized_bytes()?, t.dims()[0]);
-    }
-    q4_0_many(x, n_in.unwrap_or(0), &ws[..weights.len()], scratch, outs)
+    // No rows, or `in = 0` (every dot an empty sum: the caller's zeros are the answer).
+    let Some((fused, n_in)) = shared.filter(|&(_, n_in)| n_in > 0 && !x.is_empty()) else {
+        return Ok(());
+    };
+    let MatmulScratch {
+        act: q8,
+        xq,
+        blocks,
+    } = scratch;
+    let acts = prepare_acts(x, n_in, fused, q8, xq)?;
+    run_jobs(&ws[..weights.len()], &acts, blocks, outs)
 }
 
 /// Most weights [`matmul_many`] runs as one job.
 const MAX_MANY: usize = 4;
 
-/// Q4_0 weights `ws` (bytes, rows) of width `n_in` against `x`: one prepared activation, one
-/// parallel job over every matrix's chunks of weight rows. Each chunk fills a row-major
-/// `[rows, width]` block of `blocks`; the blocks' row runs are then copied into place (no
-/// scattered writes). Shapes are checked by the callers.
-fn q4_0_many(
+/// One weight matrix of a [`run_jobs`] call.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    bytes: &'a [u8],
+    rows: usize,
+    dtype: DType,
+    dot: fn(&[u8], &[u8]) -> f32,
+}
+
+impl Default for Job<'_> {
+    fn default() -> Self {
+        Job {
+            bytes: &[],
+            rows: 0,
+            dtype: DType::Q4_0,
+            dot: kernels::vec_dot_q4_0_q8_0,
+        }
+    }
+}
+
+/// Activation rows quantized once for every weight of a call.
+enum Acts<'a> {
+    /// Q8_0 rows with the Q4_0 kernels' side tables.
+    Q8_0(&'a Q8Act),
+    /// Rows of another activation format, `row_bytes` each.
+    Rows { bytes: &'a [u8], row_bytes: usize },
+}
+
+impl Acts<'_> {
+    fn rows(&self) -> usize {
+        match self {
+            Acts::Q8_0(a) => a.rows(),
+            Acts::Rows { bytes, row_bytes } => bytes.len() / row_bytes,
+        }
+    }
+
+    fn row(&self, r: usize) -> &[u8] {
+        match self {
+            Acts::Q8_0(a) => a.q8_row(r),
+            Acts::Rows { bytes, row_bytes } => &bytes[r * row_bytes..(r + 1) * row_bytes],
+        }
+    }
+}
+
+/// Quantizes `x` (`rows × n_in`) once to the activation format of `fused`: Q8_0 with the Q4_0
+/// side tables into `q8`, any other format (Q8_K) as plain rows into `xq`.
+fn prepare_acts<'s>(
     x: &[f32],
     n_in: usize,
-    ws: &[(&[u8], usize)],
-    scratch: &mut MatmulScratch,
+    fused: FusedDot,
+    q8: &'s mut Q8Act,
+    xq: &'s mut Vec<u8>,
+) -> Result<Acts<'s>> {
+    if fused.act == DType::Q8_0 {
+        q8.prepare(x, n_in)?;
+        return Ok(Acts::Q8_0(q8));
+    }
+    let row_bytes = fused.act.storage_bytes(n_in)?;
+    let need = (x.len() / n_in) * row_bytes;
+    try_grow(xq, need)?;
+    for (xr, qr) in x.chunks_exact(n_in).zip(xq.chunks_exact_mut(row_bytes)) {
+        (fused.quantize_act)(xr, qr);
+    }
+    Ok(Acts::Rows {
+        bytes: &xq[..need],
+        row_bytes,
+    })
+}
+
+/// `width` weight rows of `job` (its bytes from `w`) against every activation row, into the
+/// row-major `[rows, width]` `block`. Q4_0 has a tiled kernel; the other formats run each weight
+/// row against all activation rows while it is in cache.
+fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) {
+    if let (DType::Q4_0, Acts::Q8_0(act)) = (job.dtype, acts) {
+        return kernels::gemm_q4_0_q8_0(w, act, block);
+    }
+    let rows = acts.rows();
+    let w_row = job.bytes.len() / job.rows.max(1);
+    for (o, wr) in w.chunks_exact(w_row.max(1)).take(width).enumerate() {
+        for r in 0..rows {
+            block[r * width + o] = (job.dot)(wr, acts.row(r));
+        }
+    }
+}
+
+/// Weights `jobs` against prepared `acts`: one parallel job over every matrix's chunks of weight
+/// rows. A lone matrix with one activation row writes straight into `out` (its chunks are runs
+/// of `out`); otherwise each chunk fills a row-major `[rows, width]` block of `blocks` and the
+/// blocks' row runs are copied into place (no scattered writes). Shapes are checked by the callers.
+fn run_jobs(
+    jobs: &[Job],
+    acts: &Acts,
+    blocks: &mut Vec<f32>,
     outs: &mut [&mut [f32]],
 ) -> Result<()> {
-    let rows = x.len() / n_in;
-    let w_row = DType::Q4_0.storage_bytes(n_in)?;
-    let total: usize = ws.iter().map(|w| w.1).sum();
-    let chunk = chunk_rows(total, ws.iter().map(|w| w.1).max().unwrap_or(1));
+    let rows = acts.rows();
+    let w_row = |j: &Job| j.bytes.len() / j.rows.max(1);
+    let total: usize = jobs.iter().map(|j| j.rows).sum();
+    let chunk = chunk_rows(total, jobs.iter().map(|j| j.rows).max().unwrap_or(1));
+    if let ([job], [out], 1) = (jobs, &mut *outs, rows) {
+        parallel::for_each_chunk_mut(out, chunk, |c, o| {
+            let width = o.len();
+            job_block(job, &job.bytes[c * chunk * w_row(job)..], acts, o, width);
+        });
+        return Ok(());
+    }
     // Chunk `c` belongs to the matrix `m` with first[m] <= c < first[m + 1].
     let mut first = [0usize; MAX_MANY + 1];
-    for (m, w) in ws.iter().enumerate() {
-        first[m + 1] = first[m] + w.1.div_ceil(chunk);
+    for (m, j) in jobs.iter().enumerate() {
+        first[m + 1] = first[m] + j.rows.div_ceil(chunk);
     }
-    let n_chunks = first[ws.len()];
+    let n_chunks = first[jobs.len()];
     let len = n_chunks
         .checked_mul(chunk)
         .and_then(|n| n.checked_mul(rows))
         .ok_or_else(|| Error::overflow("matmul blocks", &[n_chunks, chunk, rows]))?;
-    scratch.act.prepare(x, n_in)?;
-    let blocks = &mut scratch.blocks;
     try_grow(blocks, len)?;
-    let act = &scratch.act;
     let locate = |c: usize| {
-        let m = first[1..=ws.len()].iter().position(|&f| c < f).unwrap_or(0);
+        let m = first[1..=jobs.len()]
+            .iter()
+            .position(|&f| c < f)
+            .unwrap_or(0);
         let j = c - first[m];
-        (m, j, chunk.min(ws[m].1 - j * chunk))
+        (m, j, chunk.min(jobs[m].rows - j * chunk))
     };
     parallel::for_each_chunk_mut(&mut blocks[..len], chunk * rows, |c, block| {
         let (m, j, width) = locate(c);
-        kernels::gemm_q4_0_q8_0(
-            &ws[m].0[j * chunk * w_row..],
-            act,
-            &mut block[..width * rows],
-        );
+        let job = &jobs[m];
+        let w = &job.bytes[j * chunk * w_row(job)..];
+        job_block(job, w, acts, &mut block[..width * rows], width);
     });
     for (c, block) in blocks[..len].chunks_exact(chunk * rows).enumerate() {
         let (m, j, width) = locate(c);
-        let n_out = ws[m].1;
+        let n_out = jobs[m].rows;
         for (r, seg) in block[..width * rows].chunks_exact(width).enumerate() {
             let at = r * n_out + j * chunk;
             outs[m][at..at + width].copy_from_slice(seg);

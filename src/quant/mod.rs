@@ -29,13 +29,14 @@ pub use blocks::{
     dequantize_row, dequantize_row_q4_0, dequantize_row_q8_0, f16_to_f32, f32_to_f16_finite, QK4_0,
     QK8_0,
 };
-pub use kernels::{vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0};
+pub use kernels::{
+    vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k,
+    vec_dot_q8_0_q8_0,
+};
 pub use kquants::{
     dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k, dequantize_row_q8_k,
-    quantize_row_q8_k, vec_dot_q4_k_q8_k, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, QK_K,
+    quantize_row_q8_k, QK_K,
 };
-pub use legacy::{
-    dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1, vec_dot_q5_0_q8_0,
-};
+pub use legacy::{dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1};
 pub use quantize::{quantize_row_q4_0, quantize_row_q8_0};
 pub use traits::{quant_type, FusedDot, QuantType};

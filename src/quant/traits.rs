@@ -69,7 +69,7 @@ static TABLE: &[QuantType] = &[
         fused: Some(FusedDot {
             act: DType::Q8_0,
             quantize_act: Q8_0_ACT,
-            dot: legacy::vec_dot_q5_0_q8_0,
+            dot: kernels::vec_dot_q5_0_q8_0,
         }),
     },
     QuantType {
@@ -80,17 +80,17 @@ static TABLE: &[QuantType] = &[
     QuantType {
         dtype: DType::Q4_K,
         dequantize: kquants::dequantize_row_q4_k,
-        fused: q8_k_act(kquants::vec_dot_q4_k_q8_k),
+        fused: q8_k_act(kernels::vec_dot_q4_k_q8_k),
     },
     QuantType {
         dtype: DType::Q5_K,
         dequantize: kquants::dequantize_row_q5_k,
-        fused: q8_k_act(kquants::vec_dot_q5_k_q8_k),
+        fused: q8_k_act(kernels::vec_dot_q5_k_q8_k),
     },
     QuantType {
         dtype: DType::Q6_K,
         dequantize: kquants::dequantize_row_q6_k,
-        fused: q8_k_act(kquants::vec_dot_q6_k_q8_k),
+        fused: q8_k_act(kernels::vec_dot_q6_k_q8_k),
     },
     // Activation-only format: dequantizable (for tests and inspection), never a weight.
     QuantType {

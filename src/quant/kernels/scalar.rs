@@ -4,6 +4,8 @@ use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 use crate::quant::blocks::{read_f16, QK8_0};
 
+pub use crate::quant::kquants::{vec_dot_q4_k_q8_k, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k};
+pub use crate::quant::legacy::vec_dot_q5_0_q8_0;
 pub use crate::quant::quantize::quantize_row_q8_0;
 
 /// Adds `scale · isum` of block `b` into lane `b % 4` and reduces the lanes in the canonical order

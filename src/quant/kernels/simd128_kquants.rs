@@ -1,0 +1,175 @@
+//! SIMD128 dots of the formats a K-quant mix (the Q4_K_M files people download) puts in its
+//! matrices: Q4_K, Q5_K and Q6_K against Q8_K activations, and Q5_0 (the fallback for rows that
+//! are not whole super-blocks) against Q8_0.
+//!
+//! Each twin in `kquants.rs` / `legacy.rs` unpacks a block to bytes, then sums. Here the quants
+//! are unpacked in registers, sixteen at a time, and the integer sums stay exact: products of a
+//! quant (|q| ≤ 32) and an activation (|x| ≤ 128) are added four to an i16 lane (≤ 15,872),
+//! then widened while multiplied by the sub-block scale (`i32x4_dot_i16x8`). The f32 steps are
+//! the twins' own expressions in the twins' order, so the results are bit-identical (tests
+//! check).
+
+use core::arch::wasm32::*;
+
+use super::simd128::{dot_blocks4, load16};
+use crate::quant::blocks::read_f16;
+use crate::quant::kquants::{get_scale_min_k4, q8_k_sub_sum, read_f32, QK_K};
+
+const Q5_0_BYTES: usize = 22;
+const Q8_0_BYTES: usize = 34;
+const Q4_K_BYTES: usize = 144;
+const Q5_K_BYTES: usize = 176;
+const Q6_K_BYTES: usize = 210;
+const Q8_K_BYTES: usize = 292;
+
+/// Eight i16 lanes, lane `i` = `a[i]·b[i] + a[i + 8]·b[i + 8]` over signed bytes (exact).
+#[inline(always)]
+fn dot16(a: v128, b: v128) -> v128 {
+    i16x8_add(i16x8_extmul_low_i8x16(a, b), i16x8_extmul_high_i8x16(a, b))
+}
+
+/// `scale · Σ` of eight i16 partial sums, as four i32 partials.
+#[inline(always)]
+fn scaled(partials: v128, scale: i32) -> v128 {
+    i32x4_dot_i16x8(partials, i16x8_splat(scale as i16))
+}
+
+#[inline(always)]
+fn hsum(v: v128) -> i32 {
+    i32x4_extract_lane::<0>(v)
+        + i32x4_extract_lane::<1>(v)
+        + i32x4_extract_lane::<2>(v)
+        + i32x4_extract_lane::<3>(v)
+}
+
+/// The sixteen signed quants `q − 16` of a Q5_0 half: nibbles `nib` plus bit 4 from the 16-bit
+/// word in bytes `2h`, `2h + 1` of `qh` (`h` 0 for elements 0..16, 1 for 16..32).
+#[inline(always)]
+fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
+    // Byte i of the result takes byte 2h + i/8 of qh; its bit i%8 is element i's 5th bit.
+    let spread = if h == 0 {
+        i8x16_swizzle(qh, u8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
+    } else {
+        i8x16_swizzle(qh, u8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3))
+    };
+    let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
+    let set = i8x16_eq(v128_and(spread, bit), bit);
+    // q − 16 = nibble − 16 without the bit, nibble with it.
+    i8x16_sub(nib, v128_andnot(u8x16_splat(16), set))
+}
+
+/// See `legacy::vec_dot_q5_0_q8_0` (the twin: same integer block sums, same four-lane order).
+pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
+    let mask = u8x16_splat(0x0F);
+    dot_blocks4(w, x, Q5_0_BYTES, Q8_0_BYTES, |wb, xb| {
+        let qh = u32x4_splat(u32::from_le_bytes([wb[2], wb[3], wb[4], wb[5]]));
+        let qs = load16(&wb[6..]);
+        let lo = q5_0_half(v128_and(qs, mask), qh, 0);
+        let hi = q5_0_half(u8x16_shr(qs, 4), qh, 1);
+        let sum = i16x8_add(dot16(lo, load16(&xb[2..])), dot16(hi, load16(&xb[18..])));
+        i32x4_extadd_pairwise_i16x8(sum)
+    })
+}
+
+/// `Σ_j sc_j · Σ q·x` over the eight 32-element sub-blocks of one Q4_K/Q5_K super-block; `qh` is
+/// the Q5_K high-bit plane (32 bytes) or `None`, `qs` the 128 nibble bytes, `qx` 256 Q8_K quants.
+#[inline(always)]
+fn q45_k_isum(qh: Option<&[u8]>, qs: &[u8], qx: &[u8], sc: &[u8; 8]) -> i32 {
+    let mask = u8x16_splat(0x0F);
+    let one = u8x16_splat(1);
+    let mut acc = i32x4_splat(0);
+    for c in 0..4 {
+        let mut sub = [i16x8_splat(0); 2];
+        for half in 0..2 {
+            let q = load16(&qs[32 * c + 16 * half..]);
+            let (mut lo, mut hi) = (v128_and(q, mask), u8x16_shr(q, 4));
+            if let Some(h) = qh {
+                // Bit 2c of qh[l] is bit 4 of element 64c + l, bit 2c + 1 that of 64c + 32 + l.
+                let h = load16(&h[16 * half..]);
+                let bit = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), one), 4);
+                lo = v128_or(lo, bit(2 * c as u32));
+                hi = v128_or(hi, bit(2 * c as u32 + 1));
+            }
+            let x = &qx[64 * c + 16 * half..];
+            sub[0] = i16x8_add(sub[0], dot16(lo, load16(x)));
+            sub[1] = i16x8_add(sub[1], dot16(hi, load16(&x[32..])));
+        }
+        acc = i32x4_add(acc, scaled(sub[0], sc[2 * c] as i32));
+        acc = i32x4_add(acc, scaled(sub[1], sc[2 * c + 1] as i32));
+    }
+    hsum(acc)
+}
+
+/// Shared Q4_K/Q5_K · Q8_K dot; see `kquants::vec_dot_q45_k_q8_k` (the twin).
+#[inline(always)]
+fn vec_dot_q45_k_q8_k(w: &[u8], x: &[u8], wb_len: usize) -> f32 {
+    let mut sum = 0.0f32;
+    for (wb, xb) in w.chunks_exact(wb_len).zip(x.chunks_exact(Q8_K_BYTES)) {
+        let scales = &wb[4..16];
+        let (mut sc, mut msum) = ([0u8; 8], 0i32);
+        for (j, s) in sc.iter_mut().enumerate() {
+            let (s_j, m_j) = get_scale_min_k4(j, scales);
+            *s = s_j;
+            msum += m_j as i32 * q8_k_sub_sum(&xb[4 + QK_K..], j);
+        }
+        let (qh, qs) = match wb_len {
+            Q5_K_BYTES => (Some(&wb[16..48]), &wb[48..]),
+            _ => (None, &wb[16..]),
+        };
+        let isum = q45_k_isum(qh, qs, &xb[4..4 + QK_K], &sc);
+        let dx = read_f32(xb);
+        sum += read_f16(&wb[0..2]) * dx * isum as f32;
+        sum -= read_f16(&wb[2..4]) * dx * msum as f32;
+    }
+    sum
+}
+
+/// See `kquants::vec_dot_q4_k_q8_k`.
+pub fn vec_dot_q4_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
+    vec_dot_q45_k_q8_k(w, x, Q4_K_BYTES)
+}
+
+/// See `kquants::vec_dot_q5_k_q8_k`.
+pub fn vec_dot_q5_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
+    vec_dot_q45_k_q8_k(w, x, Q5_K_BYTES)
+}
+
+/// `Σ_g scales[g] · Σ (q6 − 32)·x` over one Q6_K super-block (`kquants::unpack_q6_k` gives the
+/// layout: per 128-element half, four quarters of 32 from `ql`'s nibbles and `qh`'s bit pairs).
+#[inline(always)]
+fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
+    let mask = u8x16_splat(0x0F);
+    let three = u8x16_splat(3);
+    let off = i8x16_splat(32);
+    let mut acc = i32x4_splat(0);
+    for n in 0..2 {
+        let (ql, qh, x) = (&wb[64 * n..], &wb[128 + 32 * n..], &qx[128 * n..]);
+        let scales = &wb[192 + 8 * n..200 + 8 * n];
+        for l in [0, 16] {
+            let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
+            let top = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), three), 4);
+            let quarters = [
+                v128_or(v128_and(a, mask), top(0)),
+                v128_or(v128_and(b, mask), top(2)),
+                v128_or(u8x16_shr(a, 4), top(4)),
+                v128_or(u8x16_shr(b, 4), top(6)),
+            ];
+            for (q, v) in quarters.into_iter().enumerate() {
+                let e = 32 * q + l; // element index within the half; its group is e / 16.
+                let partial = dot16(i8x16_sub(v, off), load16(&x[e..]));
+                acc = i32x4_add(acc, scaled(partial, scales[e / 16] as i8 as i32));
+            }
+        }
+    }
+    hsum(acc)
+}
+
+/// See `kquants::vec_dot_q6_k_q8_k` (the twin).
+pub fn vec_dot_q6_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
+    let mut sum = 0.0f32;
+    for (wb, xb) in w.chunks_exact(Q6_K_BYTES).zip(x.chunks_exact(Q8_K_BYTES)) {
+        let isum = q6_k_isum(wb, &xb[4..4 + QK_K]);
+        sum += read_f16(&wb[208..210]) * read_f32(xb) * isum as f32;
+    }
+    sum
+}
