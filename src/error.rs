@@ -124,6 +124,14 @@ pub enum Error {
     /// The sequence would exceed the context length the KV cache was sized for.
     #[error("context full: {needed} tokens needed, the context holds {capacity}")]
     ContextFull { needed: usize, capacity: usize },
+
+    /// Bytes given as a saved session are not one, or were damaged.
+    #[error("invalid saved session: {reason}")]
+    InvalidSession { reason: String },
+
+    /// A saved session belongs to another model file, or does not fit this context.
+    #[error("saved session does not fit: {reason}")]
+    SessionMismatch { reason: String },
 }
 
 impl Error {

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use kopitiam_wasm::gguf::{GgufFile, GgufWriter, Value};
 use kopitiam_wasm::model::chat::{ChatFormat, ChatMessage};
-use kopitiam_wasm::model::sampler::{Sampler, SamplerConfig};
-use kopitiam_wasm::model::tokenizer::StreamDecoder;
+use kopitiam_wasm::model::generate::{GenerateConfig, Generation};
+use kopitiam_wasm::model::sampler::SamplerConfig;
 use kopitiam_wasm::model::tokenizer::Tokenizer;
 use kopitiam_wasm::model::{tokenizer_from_gguf, Logits, Model};
 use kopitiam_wasm::quant::{self, quantize_row_q4_0};
@@ -269,44 +269,25 @@ fn generate(args: &Args) -> CliResult<()> {
     };
     let context: usize = args.value("--context", ids.len() + max_tokens)?;
     let mut session = model.session(context).map_err(|e| e.to_string())?;
-    let mut sampler = Sampler::new(cfg);
-    let mut decoder = StreamDecoder::new();
+    let gen_cfg = GenerateConfig {
+        max_tokens,
+        stop: Vec::new(),
+        sampler: cfg,
+    };
     let t0 = Instant::now();
-    let mut logits = session
-        .eval(&model, &ids, Logits::Last)
-        .map_err(|e| e.to_string())?
-        .to_vec();
+    let mut gen = Generation::start(&model, &mut session, &ids, gen_cfg).map_err(coded)?;
     let prefill_ms = t0.elapsed().as_secs_f64() * 1e3;
     let t1 = Instant::now();
-    let (mut generated, mut text_out) = (Vec::new(), String::new());
+    let mut text_out = String::new();
     let mut stdout = std::io::stdout().lock();
-    for _ in 0..max_tokens {
-        let t = sampler
-            .sample(&logits, session.tokens())
-            .map_err(|e| e.to_string())?;
-        if model.tokenizer().is_eog(t) {
-            break;
-        }
-        generated.push(t);
-        let piece = decoder
-            .push(model.tokenizer(), t)
-            .map_err(|e| e.to_string())?;
+    while let Some(piece) = gen.step(&model, &mut session).map_err(coded)? {
         if !json_out {
-            let _ = stdout.write_all(piece.as_bytes());
+            let _ = stdout.write_all(piece.text.as_bytes());
             let _ = stdout.flush();
         }
-        text_out.push_str(&piece);
-        if generated.len() == max_tokens || session.tokens().len() >= session.capacity() {
-            break;
-        }
-        logits.copy_from_slice(
-            session
-                .eval(&model, &[t], Logits::Last)
-                .map_err(|e| e.to_string())?,
-        );
+        text_out.push_str(&piece.text);
     }
-    let rest = decoder.finish();
-    text_out.push_str(&rest);
+    let generated = gen.tokens();
     let decode_ms = t1.elapsed().as_secs_f64() * 1e3;
     if json_out {
         let report = json!({
@@ -315,7 +296,7 @@ fn generate(args: &Args) -> CliResult<()> {
         });
         let _ = writeln!(stdout, "{report}");
     } else {
-        let _ = writeln!(stdout, "{rest}");
+        let _ = writeln!(stdout);
         eprintln!(
             "[{} prompt tokens in {prefill_ms:.0} ms, {} generated in {decode_ms:.0} ms: {:.1} tok/s]",
             ids.len(),

@@ -6,8 +6,10 @@
 
 pub mod chat;
 pub mod config;
+pub mod generate;
 pub mod kv_cache;
 pub mod sampler;
+pub mod session;
 pub mod tokenizer;
 pub mod transformer;
 pub mod weights;
@@ -15,14 +17,13 @@ pub mod weights;
 use std::sync::Arc;
 
 pub use config::{Arch, Config};
+pub use session::Session;
 pub use transformer::Logits;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Array, GgufFile, StrArray, Value};
 use crate::storage::{try_copy, try_vec};
-use kv_cache::KvCache;
 use tokenizer::{Tokenizer, TokenizerConfig};
-use transformer::Scratch;
 use weights::Weights;
 
 /// A loaded model: config, weights (views into the file buffer) and tokenizer.
@@ -102,58 +103,7 @@ impl Model {
 
     /// A session with a KV cache for `context` positions (at most the trained context length).
     pub fn session(&self, context: usize) -> Result<Session> {
-        let context = context.clamp(1, self.config.context_length.max(1));
-        Ok(Session {
-            cache: KvCache::new(self.config.n_layer, context, self.config.kv_dim())?,
-            scratch: Scratch::default(),
-            tokens: Vec::new(),
-        })
-    }
-}
-
-/// One sequence being evaluated: its KV cache, scratch buffers and the tokens seen so far.
-pub struct Session {
-    cache: KvCache,
-    scratch: Scratch,
-    tokens: Vec<u32>,
-}
-
-impl Session {
-    /// Evaluates `tokens` after the ones already in the cache (batched: a whole prompt is one
-    /// call) and returns the logits asked for (`[1, vocab]` for [`Logits::Last`]).
-    pub fn eval(&mut self, model: &Model, tokens: &[u32], which: Logits) -> Result<&[f32]> {
-        let pos0 = self.tokens.len();
-        let (cache, scratch) = (&mut self.cache, &mut self.scratch);
-        // One team of threads for the whole pass: its ~130 parallel loops then start in
-        // microseconds instead of waking the pool each time.
-        let logits = crate::parallel::with_team(move || {
-            transformer::forward(
-                &model.config,
-                &model.weights,
-                cache,
-                scratch,
-                tokens,
-                pos0,
-                which,
-            )
-        })?;
-        self.tokens.extend_from_slice(tokens);
-        Ok(logits)
-    }
-
-    /// Tokens evaluated so far.
-    pub fn tokens(&self) -> &[u32] {
-        &self.tokens
-    }
-
-    /// Positions the cache holds.
-    pub fn capacity(&self) -> usize {
-        self.cache.capacity()
-    }
-
-    /// Forgets the sequence (the cache is overwritten from position 0).
-    pub fn reset(&mut self) {
-        self.tokens.clear();
+        Session::new(self, context.clamp(1, self.config.context_length.max(1)))
     }
 }
 

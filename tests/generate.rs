@@ -1,0 +1,242 @@
+//! The generation loop and prefix reuse. The oracle for reuse is a fresh session: served from a
+//! kept cache, a conversation must give exactly the greedy tokens (and logits) that evaluating
+//! the whole prompt from scratch gives. Stop strings are checked against the same generation run
+//! without them; saved sessions against the session they came from.
+
+mod common;
+
+use common::assert_err;
+use kopitiam_wasm::model::chat::ChatMessage;
+use kopitiam_wasm::model::generate::{Finish, GenerateConfig, Generation};
+use kopitiam_wasm::model::sampler::SamplerConfig;
+use kopitiam_wasm::model::{Logits, Model, Session};
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+const GEMMA: &[u8] = include_bytes!("fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf");
+const QWEN: &[u8] = include_bytes!("fixtures/tiny-qwen2/tiny-qwen2-q4_0.gguf");
+
+fn greedy(max_tokens: usize, stop: &[&str]) -> GenerateConfig {
+    GenerateConfig {
+        max_tokens,
+        stop: stop.iter().map(|s| s.to_string()).collect(),
+        sampler: SamplerConfig {
+            temperature: 0.0,
+            ..SamplerConfig::default()
+        },
+    }
+}
+
+/// Runs a whole generation: (tokens, streamed pieces, finish, cached prompt tokens).
+fn run(
+    model: &Model,
+    session: &mut Session,
+    ids: &[u32],
+    cfg: GenerateConfig,
+) -> (Vec<u32>, Vec<String>, Finish, usize) {
+    let mut g = Generation::start(model, session, ids, cfg).unwrap();
+    let mut pieces = Vec::new();
+    while let Some(p) = g.step(model, session).unwrap() {
+        pieces.push(p.text);
+    }
+    (g.tokens().to_vec(), pieces, g.finish().unwrap(), g.cached())
+}
+
+fn chat_ids(model: &Model, messages: &[ChatMessage]) -> Vec<u32> {
+    model.chat_format().tokens(messages, true, None).unwrap()
+}
+
+/// Several chat turns, each reply appended to the conversation: the kept session's tokens equal
+/// a fresh session's on every turn; reuse is the whole common prefix with what the cache held,
+/// which always covers the previous prompt (the template of the longer conversation starts with
+/// the shorter one's text). How much of the reply is reused depends on whether its text
+/// re-tokenizes to the sampled ids: `reply_reused` says whether this fixture's replies do (the
+/// tiny Gemma's random replies are byte-fallback junk that turns into U+FFFD, so they do not).
+fn conversation_matches_fresh(bytes: &[u8], name: &str, reply_reused: bool) {
+    let model = Model::load(bytes.to_vec()).unwrap();
+    let mut kept = model.session(2048).unwrap();
+    let mut messages = vec![ChatMessage::new("system", "You are terse.")];
+    let mut previous_prompt = 0;
+    for (turn, question) in ["Hello there", "What is 2 + 2?", "And in French?", "Thanks!"]
+        .iter()
+        .enumerate()
+    {
+        messages.push(ChatMessage::new("user", *question));
+        let ids = chat_ids(&model, &messages);
+        let held: Vec<u32> = kept.tokens().to_vec();
+        let (tokens, pieces, _, cached) = run(&model, &mut kept, &ids, greedy(12, &[]));
+        let mut fresh = model.session(2048).unwrap();
+        let (want, _, _, none) = run(&model, &mut fresh, &ids, greedy(12, &[]));
+        assert_eq!(none, 0);
+        assert_eq!(tokens, want, "{name} turn {turn}: reused vs fresh");
+        println!(
+            "{name} turn {turn}: {cached} of {} prompt tokens from the cache",
+            ids.len()
+        );
+        let lcp = held.iter().zip(&ids).take_while(|(a, b)| a == b).count();
+        assert_eq!(
+            cached,
+            lcp.min(ids.len() - 1),
+            "{name} turn {turn}: all that matched"
+        );
+        assert!(
+            cached >= previous_prompt,
+            "{name} turn {turn}: the previous prompt is reused"
+        );
+        if reply_reused && turn > 0 {
+            assert!(
+                cached > previous_prompt,
+                "{name} turn {turn}: the reply is reused"
+            );
+        }
+        previous_prompt = ids.len();
+        messages.push(ChatMessage::new("assistant", pieces.concat()));
+    }
+}
+
+#[test]
+fn chat_turns_from_the_cache_equal_a_fresh_session_gemma_spm() {
+    conversation_matches_fresh(GEMMA, "tiny-gemma3", false);
+}
+
+#[test]
+fn chat_turns_from_the_cache_equal_a_fresh_session_qwen_bpe() {
+    conversation_matches_fresh(QWEN, "tiny-qwen2", true);
+}
+
+#[test]
+fn a_prompt_that_parts_mid_reply_truncates_the_cache_there() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let prompt = model.tokenizer().encode("The quick brown fox", true, true);
+    let mut kept = model.session(256).unwrap();
+    let (reply, ..) = run(&model, &mut kept, &prompt, greedy(20, &[]));
+    // The cache holds the prompt and all but the last reply token (never evaluated).
+    assert_eq!(kept.tokens().len(), prompt.len() + reply.len() - 1);
+    // A new prompt that keeps 7 reply tokens and then goes elsewhere.
+    let mut next = [&prompt[..], &reply[..7]].concat();
+    next.extend(model.tokenizer().encode(" jumps", false, false));
+    let (tokens, _, _, cached) = run(&model, &mut kept, &next, greedy(10, &[]));
+    assert_eq!(cached, prompt.len() + 7);
+    let mut fresh = model.session(256).unwrap();
+    let (want, ..) = run(&model, &mut fresh, &next, greedy(10, &[]));
+    assert_eq!(tokens, want);
+    // The same logits too, bit for bit: the kept positions are what a fresh pass stores.
+    let a = kept.eval(&model, &[5], Logits::Last).unwrap().to_vec();
+    let b = fresh.eval(&model, &[5], Logits::Last).unwrap().to_vec();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn an_identical_prompt_reevaluates_only_its_last_token() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let ids = model.tokenizer().encode("Hello world", true, true);
+    let mut s = model.session(64).unwrap();
+    let (first, ..) = run(&model, &mut s, &ids, greedy(5, &[]));
+    let (again, _, _, cached) = run(&model, &mut s, &ids, greedy(5, &[]));
+    assert_eq!((first, cached), (again, ids.len() - 1));
+}
+
+#[test]
+fn stop_strings_end_the_text_before_them_and_are_never_streamed() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let ids = model.tokenizer().encode("Hello world", true, true);
+    let mut s = model.session(128).unwrap();
+    let (tokens, pieces, finish, _) = run(&model, &mut s, &ids, greedy(40, &[]));
+    assert_eq!(
+        finish,
+        Finish::MaxTokens,
+        "the fixture runs 40 tokens without an EOG"
+    );
+    let full = pieces.concat();
+    // A stop string across the boundary of two non-empty pieces, and one inside a piece.
+    let k = (1..pieces.len() - 1)
+        .find(|&k| pieces[k].chars().count() >= 2 && !pieces[k + 1].is_empty())
+        .expect("two pieces to straddle");
+    let tail: String = pieces[k]
+        .chars()
+        .rev()
+        .take(2)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let head: String = pieces[k + 1].chars().take(2).collect();
+    let across = format!("{tail}{head}");
+    for stop in [across.as_str(), pieces[k].as_str()] {
+        let at = full.find(stop).unwrap();
+        let (_, got, finish, _) = run(&model, &mut s, &ids, greedy(40, &[stop]));
+        assert_eq!(finish, Finish::Stop);
+        assert_eq!(got.concat(), full[..at], "stop {stop:?}");
+        // Streaming never ran ahead of the final text.
+        let mut streamed = String::new();
+        for p in &got {
+            streamed.push_str(p);
+            assert!(full[..at].starts_with(&streamed));
+        }
+    }
+    let _ = tokens;
+}
+
+#[test]
+fn max_tokens_and_a_full_context_end_without_a_wasted_pass() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let ids = model.tokenizer().encode("Hello world", true, true);
+    let mut s = model.session(ids.len() + 3).unwrap();
+    let (tokens, _, finish, _) = run(&model, &mut s, &ids, greedy(50, &[]));
+    // Three free positions: three tokens are evaluated, the fourth is sampled and returned,
+    // then the context is full.
+    assert_eq!((tokens.len(), finish), (4, Finish::ContextFull));
+    assert_eq!(s.tokens().len(), s.capacity());
+    let (tokens, _, finish, _) = run(&model, &mut s, &ids, greedy(0, &[]));
+    assert_eq!((tokens.len(), finish), (0, Finish::MaxTokens));
+    let mut tight = model.session(ids.len()).unwrap();
+    assert_err(
+        Generation::start(&model, &mut tight, &ids, greedy(5, &[])).map(|_| ()),
+        "ContextFull",
+    );
+}
+
+#[test]
+fn a_saved_session_restores_exactly_and_rejects_damage_and_other_models() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let ids = model.tokenizer().encode("Hello world, again", true, true);
+    let mut s = model.session(64).unwrap();
+    run(&model, &mut s, &ids, greedy(6, &[]));
+    let bytes = s.save(&model).unwrap();
+    let cfg = model.config();
+    // Header 28 bytes + 4 per token + 2·kv_dim f16 per layer and position + checksum.
+    let n = s.tokens().len();
+    assert_eq!(
+        bytes.len(),
+        28 + 4 * n + n * cfg.n_layer * 2 * cfg.kv_dim() * 2 + 8
+    );
+    let mut restored = model.session(64).unwrap();
+    restored.load(&model, &bytes).unwrap();
+    assert_eq!(restored.tokens(), s.tokens());
+    let a = s.eval(&model, &[7], Logits::Last).unwrap().to_vec();
+    let b = restored.eval(&model, &[7], Logits::Last).unwrap().to_vec();
+    assert_eq!(a, b);
+
+    let mut damaged = bytes.clone();
+    damaged[40] ^= 1;
+    assert_err(restored.load(&model, &damaged), "InvalidSession");
+    assert_err(
+        restored.load(&model, &bytes[..bytes.len() - 1]),
+        "InvalidSession",
+    );
+    assert_err(
+        restored.load(&model, b"not a session at all, no"),
+        "InvalidSession",
+    );
+    assert_err(restored.load(&model, &[]), "InvalidSession");
+    // The failed loads left the session as it was.
+    assert_eq!(restored.tokens().len(), n + 1);
+    let mut small = model.session(n - 1).unwrap();
+    assert_err(small.load(&model, &bytes), "SessionMismatch");
+    let other = Model::load(QWEN.to_vec()).unwrap();
+    let mut q = other.session(64).unwrap();
+    assert_err(q.load(&other, &bytes), "SessionMismatch");
+}
