@@ -294,12 +294,16 @@ function bindNew(raw) {
   }
   Model.prototype.createSession = method(Model, raw.Model, "createSession", ["context"], text, (h) => wrap(Session, h));
   defineGetters(Model, ["info"]);
+  const sessionArgs = {
+    ...text, "options?": (op, name, v) => check.options(op, v, check.SESSION),
+    n: (op, name, v) => check.integer(op, name, v),
+  };
   for (const [name, spec] of Object.entries({
-    eval: ["ids"], prefill: ["ids", "options?"], step: [], flush: [], reset: [],
+    eval: ["ids"], prefill: ["ids", "options?"], step: [], reset: [], truncate: ["n"], save: [], load: ["bytes"],
   })) {
-    Session.prototype[name] = method(Session, raw.Session, name, spec, text);
+    Session.prototype[name] = method(Session, raw.Session, name, spec, sessionArgs);
   }
-  defineGetters(Session, ["position", "capacity"]);
+  defineGetters(Session, ["position", "capacity", "tokens"]);
 
   // ---------------------------------------------------------------- ModelLoader
   class ModelLoader {

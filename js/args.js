@@ -141,6 +141,16 @@ export const SAMPLING = Object.freeze({
   seed: (op, name, v) => integer(op, name, v, 0, Number.MAX_SAFE_INTEGER),
 });
 
+/** `session.prefill` options: the sampler's, a token limit and stop strings (an array of strings). */
+export const SESSION = Object.freeze({
+  ...SAMPLING,
+  maxTokens: (op, name, v) => integer(op, name, v),
+  stop: (op, name, v) => {
+    if (!Array.isArray(v)) throw invalidArgument(op, `${name} must be an array of strings, got ${describe(v)}`);
+    return v.map((s, i) => string(op, `${name}[${i}]`, s));
+  },
+});
+
 /** Chat messages: an array of `{ role, content }` with string values, copied. */
 export function messages(op, name, v) {
   if (!Array.isArray(v)) throw invalidArgument(op, `${name} must be an array of { role, content }, got ${describe(v)}`);

@@ -1,11 +1,18 @@
-// The engine's worker: owns the wasm instance, the model and its session.
+// The engine's worker: owns the wasm instance, the model and its session (the KV cache that
+// later requests reuse). Messages are those of js/protocol.js.
 import { loadKopitiam } from "./loader.js";
 import { codedError, isKopitiamError } from "./errors.js";
+import * as protocol from "./protocol.js";
 
 let kw = null;
 let env = null;
 let model = null;
+/** The conversation's session, kept between requests; `contextSize` positions. */
+let session = null;
+let contextSize = 0;
 const controllers = new Map();
+/** The context a model gets when `loadModel` names none: the file's, up to this. */
+const DEFAULT_CONTEXT = 4096;
 
 /** A macrotask yield (faster than setTimeout) so abort messages get through between tokens. */
 function yieldToEvents() {
@@ -47,10 +54,10 @@ async function readInto(loader, stream, total, id, signal) {
     const now = performance.now();
     if (now - last > 50) {
       last = now;
-      postMessage({ id, event: { phase: "download", loaded, total } });
+      postMessage(protocol.progress(id, "download", loaded, total));
     }
   }
-  postMessage({ id, event: { phase: "download", loaded, total } });
+  postMessage(protocol.progress(id, "download", loaded, total));
   if (total !== undefined && loaded !== total) {
     throw codedError("TruncatedDownload", `the download ended after ${loaded} of ${total} bytes`);
   }
@@ -65,14 +72,13 @@ const handlers = {
   },
 
   async load(msg, signal) {
-    model?.free();
-    model = null;
+    dropModel();
     let loader;
     let total = msg.total;
     if (msg.buffer) {
       loader = new kw.ModelLoader(msg.buffer.byteLength);
       loader.push(new Uint8Array(msg.buffer));
-      postMessage({ id: msg.id, event: { phase: "download", loaded: msg.buffer.byteLength, total: msg.buffer.byteLength } });
+      postMessage(protocol.progress(msg.id, "download", msg.buffer.byteLength, msg.buffer.byteLength));
     } else {
       let stream = msg.stream;
       if (msg.blob) {
@@ -104,12 +110,13 @@ const handlers = {
         throw e;
       }
     }
-    postMessage({ id: msg.id, event: { phase: "load", loaded: loader.loaded, total: loader.loaded } });
+    postMessage(protocol.progress(msg.id, "load", loader.loaded, loader.loaded));
     if (signal.aborted) {
       loader.free();
       throw codedError("Aborted", "loading was aborted");
     }
     model = loader.finish();
+    contextSize = Math.min(model.info.contextLength, msg.contextLength ?? DEFAULT_CONTEXT);
     return modelInfo();
   },
 
@@ -126,54 +133,67 @@ const handlers = {
   async generate(msg, signal) {
     requireModel();
     // The page checked every option (js/engine.js); what is not the loop's is the sampler's.
-    const { maxTokens = 128, stop = [], contextLength, enableThinking, ...sampling } = msg.opts ?? {};
-    const ids = msg.messages
-      ? model.chatTokens(msg.messages, enableThinking)
-      : model.tokenize(msg.prompt, true, true);
-    const context = Math.min(model.info.contextLength, contextLength ?? ids.length + maxTokens);
-    if (ids.length + 1 > context) {
-      throw codedError("ContextFull", `the prompt has ${ids.length} tokens; the context holds ${context}`);
+    const { maxTokens = 128, stop = [], contextLength, enableThinking, cache = true, contextShift = false, ...sampling } = msg.opts ?? {};
+    const s = sessionFor(contextLength);
+    const limit = Math.min(s.capacity, contextLength ?? s.capacity);
+    const { ids, dropped } = msg.messages
+      ? fitMessages(msg.messages, limit, enableThinking, contextShift)
+      : { ids: model.tokenize(msg.prompt, true, true), dropped: 0 };
+    if (ids.length + 1 > limit) {
+      throw codedError("ContextFull", `the prompt has ${ids.length} tokens; the context holds ${limit}`);
     }
-    const session = model.createSession(context);
-    try {
-      const t0 = performance.now();
-      session.prefill(ids, sampling);
-      const t1 = performance.now();
-      const tokens = [];
-      let text = "";
-      let stopped = false;
-      while (tokens.length < maxTokens && session.position < session.capacity) {
-        await yieldToEvents();
-        if (signal.aborted) {
-          stopped = true;
-          break;
-        }
-        const step = session.step();
-        if (step.eog) break;
-        tokens.push(step.token);
-        text += step.text;
-        const hit = stop.find((s) => s && text.includes(s));
-        if (hit) {
-          text = text.slice(0, text.indexOf(hit));
-          break;
-        }
-        postMessage({ id: msg.id, event: { token: step.token, text: step.text } });
+    if (!cache) s.reset();
+    const t0 = performance.now();
+    const cachedTokens = s.prefill(ids, { ...sampling, stop, maxTokens: Math.min(maxTokens, limit - ids.length) });
+    const t1 = performance.now();
+    const tokens = [];
+    let text = "";
+    let stopped = false;
+    let finishReason = null;
+    while (!finishReason) {
+      await yieldToEvents();
+      if (signal.aborted) {
+        stopped = true;
+        break;
       }
-      text += session.flush();
-      const t2 = performance.now();
-      const stats = {
-        promptTokens: ids.length,
-        prefillMs: t1 - t0,
-        generatedTokens: tokens.length,
-        decodeMs: t2 - t1,
-        prefillTokensPerSecond: ids.length / ((t1 - t0) / 1e3),
-        decodeTokensPerSecond: tokens.length / ((t2 - t1) / 1e3),
-      };
-      stats.memoryBytes = env.memory.buffer.byteLength;
-      return { text, tokens, stats, stopped };
-    } finally {
-      session.free();
+      const step = s.step();
+      if (!step.eog) tokens.push(step.token);
+      text += step.text;
+      if (step.text || !step.eog) postMessage(protocol.token(msg.id, step));
+      finishReason = step.reason;
     }
+    const t2 = performance.now();
+    const evaluated = ids.length - cachedTokens;
+    const stats = {
+      promptTokens: ids.length,
+      cachedTokens,
+      prefillMs: t1 - t0,
+      generatedTokens: tokens.length,
+      decodeMs: t2 - t1,
+      prefillTokensPerSecond: evaluated / ((t1 - t0) / 1e3),
+      decodeTokensPerSecond: tokens.length / ((t2 - t1) / 1e3),
+      finishReason: stopped ? "aborted" : finishReason,
+      droppedMessages: dropped,
+      memoryBytes: env.memory.buffer.byteLength,
+    };
+    return { text, tokens, stats, stopped };
+  },
+
+  resetContext() {
+    session?.reset();
+    return true;
+  },
+
+  saveSession() {
+    requireModel();
+    return sessionFor().save();
+  },
+
+  loadSession({ bytes }) {
+    requireModel();
+    const s = sessionFor();
+    s.load(bytes);
+    return { tokens: s.position };
   },
 
   logits({ ids }) {
@@ -188,14 +208,50 @@ const handlers = {
   },
 
   dispose() {
-    model?.free();
-    model = null;
+    dropModel();
     return true;
   },
 };
 
 function requireModel() {
   if (!model) throw codedError("NoModel", "no model is loaded: call loadModel first");
+}
+
+function dropModel() {
+  session?.free();
+  session = null;
+  model?.free();
+  model = null;
+}
+
+/** The kept session, created on first use; a request for a longer context than it has gets a
+ * new one of that size (the cached context is then gone). */
+function sessionFor(contextLength) {
+  const want = Math.min(model.info.contextLength, Math.max(contextSize, contextLength ?? 0));
+  if (session && session.capacity < want) {
+    session.free();
+    session = null;
+  }
+  session ??= model.createSession(want);
+  return session;
+}
+
+/** The prompt ids of `messages`; with `shift`, the oldest turns after the system message are
+ * dropped (a user message and the reply after it) until the prompt leaves room for a reply
+ * token, never the last message. */
+function fitMessages(messages, limit, enableThinking, shift) {
+  let list = messages;
+  let ids = model.chatTokens(list, enableThinking);
+  let dropped = 0;
+  while (shift && ids.length + 1 > limit) {
+    const first = list.findIndex((m) => m.role !== "system");
+    if (first < 0 || first >= list.length - 1) break;
+    const n = list[first + 1]?.role === "user" || first + 1 >= list.length - 1 ? 1 : 2;
+    list = [...list.slice(0, first), ...list.slice(first + n)];
+    dropped += n;
+    ids = model.chatTokens(list, enableThinking);
+  }
+  return { ids, dropped };
 }
 
 self.onmessage = async ({ data }) => {
@@ -208,14 +264,14 @@ self.onmessage = async ({ data }) => {
   try {
     if (!Object.hasOwn(handlers, data.type)) throw codedError("InvalidArgument", `unknown request ${String(data.type)}`);
     const result = await handlers[data.type](data, controller.signal);
-    const transfer = result instanceof Float32Array ? [result.buffer] : [];
-    postMessage({ id: data.id, ok: true, result }, transfer);
+    const transfer = ArrayBuffer.isView(result) ? [result.buffer] : [];
+    postMessage(protocol.result(data.id, result), transfer);
   } catch (e) {
     // A trap (a Rust panic is a bug) leaves the instance unusable, and an error without a code
     // is a state this worker does not know: either way the engine reports it as crashed.
     const known = isKopitiamError(e) && e.code !== "WasmTrap";
     const code = known ? e.code : "WorkerCrashed";
-    postMessage({ id: data.id, ok: false, error: { code, message: e?.message ?? String(e) } });
+    postMessage(protocol.failure(data.id, code, e?.message ?? String(e)));
   } finally {
     controllers.delete(data.id);
   }

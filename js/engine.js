@@ -29,17 +29,21 @@ const stopStrings = (op, name, v) => {
   }
   return list;
 };
+const contextLength = (op, name, v) => check.integer(op, name, v, 1);
 const GENERATE = Object.freeze({
   ...check.SAMPLING,
   maxTokens: (op, name, v) => check.integer(op, name, v),
   stop: stopStrings,
-  contextLength: (op, name, v) => check.integer(op, name, v, 1),
+  contextLength,
+  /** false: evaluate the whole prompt (the cached context is dropped first). */
+  cache: check.optionalBool,
   signal: isSignal,
 });
 const STREAMING = Object.freeze({ ...GENERATE, onToken: isFunction });
-/** `chat` also takes the template switch Qwen 3 reads (false: answer without reasoning). */
-const CHAT = Object.freeze({ ...STREAMING, enableThinking: check.optionalBool });
-const LOAD = Object.freeze({ onProgress: isFunction, signal: isSignal, cache: check.optionalBool });
+/** `chat` also takes the template switch Qwen 3 reads (false: answer without reasoning) and
+ * `contextShift` (drop the oldest turns when the conversation no longer fits). */
+const CHAT = Object.freeze({ ...STREAMING, enableThinking: check.optionalBool, contextShift: check.optionalBool });
+const LOAD = Object.freeze({ onProgress: isFunction, signal: isSignal, cache: check.optionalBool, contextLength });
 const TOKENIZE = Object.freeze({ addSpecial: check.optionalBool, parseSpecial: check.optionalBool });
 const CREATE = Object.freeze({
   threads: check.threads,
@@ -73,12 +77,14 @@ class Engine {
     this.worker.terminate();
   }
 
+  /** One message of js/protocol.js from the worker. */
   #receive(msg) {
     const p = this.pending.get(msg.id);
     if (!p) return;
-    if (msg.event) return p.onEvent?.(msg.event);
+    if (msg.kind === "progress") return p.onEvent?.({ phase: msg.phase, loaded: msg.loaded, total: msg.total });
+    if (msg.kind === "token") return p.onEvent?.({ text: msg.text, token: msg.token });
     this.pending.delete(msg.id);
-    if (msg.ok) p.resolve(msg.result);
+    if (msg.kind === "result") p.resolve(msg.result);
     else if (msg.error.code === "WorkerCrashed") {
       p.reject(codedError("WorkerCrashed", msg.error.message));
       this.#crash(codedError("WorkerCrashed", msg.error.message));
@@ -104,7 +110,7 @@ class Engine {
    * model. Resolves to `engine.info`.
    */
   async loadModel(source, options) {
-    const { onProgress, signal, cache = false } = check.options("loadModel", options, LOAD) ?? {};
+    const { onProgress, signal, cache = false, contextLength } = check.options("loadModel", options, LOAD) ?? {};
     let payload;
     const transfer = [];
     if (typeof source === "string" || source instanceof URL) {
@@ -134,7 +140,7 @@ class Engine {
     } else {
       throw invalidArgument("loadModel", `source must be a URL, Response, ArrayBuffer, Uint8Array, Blob or ReadableStream, got ${describe(source)}`);
     }
-    const info = await this.call("load", payload, { transfer, signal, onEvent: (e) => onProgress?.(e) });
+    const info = await this.call("load", { ...payload, contextLength }, { transfer, signal, onEvent: (e) => onProgress?.(e) });
     this.info = { ...this.info, ...info };
     return this.info;
   }
@@ -178,7 +184,9 @@ class Engine {
     await finished;
   }
 
-  /** Generates to the end; resolves to `{ text, tokens, stats, stopped }`. */
+  /** Generates to the end; resolves to `{ text, tokens, stats, stopped }`. The prompt's longest
+   * prefix already in the worker's KV cache (earlier prompts and replies) is not evaluated
+   * again: `stats.cachedTokens` says how many tokens that was. */
   async complete(prompt, options) {
     check.string("complete", "prompt", prompt);
     const { signal, onToken, ...opts } = check.options("complete", options, STREAMING) ?? {};
@@ -191,6 +199,23 @@ class Engine {
     const list = check.messages("chat", "messages", messages);
     const { signal, onToken, ...opts } = check.options("chat", options, CHAT) ?? {};
     return this.call("generate", { messages: list, opts }, { signal, onEvent: onToken });
+  }
+
+  /** Forgets the cached context: the next request evaluates its whole prompt. */
+  async resetContext() {
+    await this.call("resetContext");
+  }
+
+  /** The cached context (tokens and KV of the used positions) as bytes, for `loadSession`. */
+  async saveSession() {
+    return this.call("saveSession");
+  }
+
+  /** Restores `saveSession()` bytes into the cache; resolves to `{ tokens }` (positions held).
+   * `InvalidSession` for damaged bytes, `SessionMismatch` for another model or a smaller context. */
+  async loadSession(bytes) {
+    const copy = check.bytes("loadSession", "bytes", bytes).slice();
+    return this.call("loadSession", { bytes: copy }, { transfer: [copy.buffer] });
   }
 
   /** Float32Array of the last position's logits for `ids`. */

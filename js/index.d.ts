@@ -16,10 +16,26 @@ export function loadKopitiam(options?: { build?: Build; threads?: number | "auto
 export interface Progress { loaded: number; total?: number; phase: "download" | "load"; }
 export interface GenerateOptions extends SamplingOptions {
   maxTokens?: number; stop?: string | string[]; contextLength?: number; signal?: AbortSignal;
+  /** false: evaluate the whole prompt instead of reusing the cached context (default true). */
+  cache?: boolean;
+}
+export interface ChatOptions extends GenerateOptions {
+  enableThinking?: boolean;
+  /** true: when the conversation does not fit, drop its oldest turns after the system message
+   * (default false: fail with ContextFull). */
+  contextShift?: boolean;
+  onToken?: (piece: { text: string; token: number }) => void;
 }
 export interface Stats {
-  promptTokens: number; prefillMs: number; generatedTokens: number; decodeMs: number;
-  prefillTokensPerSecond: number; decodeTokensPerSecond: number; memoryBytes: number;
+  /** The whole prompt, and how many of its tokens came from the cache (not evaluated). */
+  promptTokens: number; cachedTokens: number;
+  /** Time and rate of the evaluated prompt tokens only (promptTokens − cachedTokens). */
+  prefillMs: number; prefillTokensPerSecond: number;
+  generatedTokens: number; decodeMs: number; decodeTokensPerSecond: number;
+  finishReason: import("../pkg/kopitiam_wasm.js").FinishReason | "aborted";
+  /** Messages `contextShift` dropped to make the conversation fit. */
+  droppedMessages: number;
+  memoryBytes: number;
 }
 export interface Completion { text: string; tokens: number[]; stats: Stats; stopped: boolean; }
 export interface EngineInfo extends Partial<ModelInfo> { build: string; threads: number; memoryBytes?: number; }
@@ -27,12 +43,19 @@ export type ModelSource = string | URL | Response | ArrayBuffer | Uint8Array | B
 
 export interface Engine {
   readonly info: EngineInfo;
-  loadModel(source: ModelSource, options?: { onProgress?: (p: Progress) => void; signal?: AbortSignal; cache?: boolean }): Promise<EngineInfo>;
+  /** `contextLength`: positions of the kept KV cache (default: the file's, at most 4096). */
+  loadModel(source: ModelSource, options?: { onProgress?: (p: Progress) => void; signal?: AbortSignal; cache?: boolean; contextLength?: number }): Promise<EngineInfo>;
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: ArrayLike<number>): Promise<string>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<{ text: string; token: number }>;
   complete(prompt: string, options?: GenerateOptions & { onToken?: (piece: { text: string; token: number }) => void }): Promise<Completion>;
-  chat(messages: ChatMessage[], options?: GenerateOptions & { enableThinking?: boolean; onToken?: (piece: { text: string; token: number }) => void }): Promise<Completion>;
+  chat(messages: ChatMessage[], options?: ChatOptions): Promise<Completion>;
+  /** Forgets the cached context. */
+  resetContext(): Promise<void>;
+  /** The cached context as bytes (tokens + KV of the used positions, naming the model file). */
+  saveSession(): Promise<Uint8Array>;
+  /** Restores `saveSession()` bytes; InvalidSession / SessionMismatch when they do not fit. */
+  loadSession(bytes: Uint8Array | ArrayBuffer): Promise<{ tokens: number }>;
   logits(ids: ArrayLike<number>): Promise<Float32Array>;
   dispose(): Promise<void>;
 }

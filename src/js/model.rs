@@ -6,8 +6,8 @@ use std::rc::Rc;
 use super::error::invalid;
 use crate::error::Error;
 use crate::model::chat::ChatMessage;
-use crate::model::sampler::{Sampler, SamplerConfig};
-use crate::model::tokenizer::StreamDecoder;
+use crate::model::generate::{GenerateConfig, Generation};
+use crate::model::sampler::SamplerConfig;
 use crate::model::{Logits, Model};
 use wasm_bindgen::prelude::*;
 
@@ -29,8 +29,14 @@ export interface SamplingOptions {
   temperature?: number; topK?: number; topP?: number; minP?: number;
   repeatPenalty?: number; repeatLastN?: number; seed?: number;
 }
-/** One generated token. */
-export interface StepResult { token: number; text: string; eog: boolean; }
+/** Settings of one generation (`session.prefill`): sampling, plus at most `maxTokens` new tokens
+ * (default: until the context is full) and `stop` strings that end the text before them. */
+export interface SessionOptions extends SamplingOptions { maxTokens?: number; stop?: string[]; }
+/** Why a generation ended. */
+export type FinishReason = "eog" | "maxTokens" | "stop" | "contextFull";
+/** One generated token: `text` is final (whole characters, never part of a stop string);
+ * `done` on the step that ends the generation, with its `reason`. */
+export interface StepResult { token: number; text: string; eog: boolean; done: boolean; reason: FinishReason | null; }
 export interface ChatMessage { role: "system" | "user" | "assistant" | "model" | string; content: string; }
 "#;
 
@@ -214,30 +220,18 @@ impl JsModel {
         Ok(JsSession {
             session: self.model.session(context)?,
             model: self.model.clone(),
-            sampler: Sampler::new(SamplerConfig::default()),
-            decoder: StreamDecoder::new(),
-            logits: Vec::new(),
+            generation: None,
         })
     }
 }
 
-/// One sequence: evaluate a prompt, then step token by token.
+/// One sequence: a KV cache that outlives a generation (the next `prefill` reuses what it holds),
+/// and the generation in progress.
 #[wasm_bindgen(js_name = Session)]
 pub struct JsSession {
     model: Rc<Model>,
     session: crate::model::Session,
-    sampler: Sampler,
-    decoder: StreamDecoder,
-    logits: Vec<f32>,
-}
-
-impl JsSession {
-    /// Evaluates `ids` and keeps the last position's logits for `step()`.
-    fn eval_into_logits(&mut self, ids: &[u32]) -> JsResult<()> {
-        let logits = self.session.eval(&self.model, ids, Logits::Last)?;
-        crate::storage::try_refill(&mut self.logits, logits)?;
-        Ok(())
-    }
+    generation: Option<Generation>,
 }
 
 /// Messages from the flattened `[role, content, …]` the JS layer passes.
@@ -251,12 +245,16 @@ fn chat_messages(flat: &[String]) -> Result<Vec<ChatMessage>, JsValue> {
         .collect())
 }
 
-/// `SamplingOptions` as JavaScript spells them: every key optional, wrong types rejected by serde
-/// (a string `"0"` is not a temperature); the ranges are [`SamplerConfig::validate`]'s. The JS
-/// layer (`js/args.js`) has already checked the keys by name, for messages that name them.
+/// `GenerateOptions` as JavaScript spells them (the sampler's keys plus `maxTokens` and `stop`):
+/// every key optional, wrong types rejected by serde (a string `"0"` is not a temperature); the
+/// ranges are [`SamplerConfig::validate`]'s. The JS layer (`js/args.js`) has already checked the
+/// keys by name, for messages that name them.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Default)]
 struct SamplingOptions {
+    max_tokens: Option<u32>,
+    stop: Option<Vec<String>>,
     temperature: Option<f32>,
     top_k: Option<u32>,
     top_p: Option<f32>,
@@ -267,18 +265,19 @@ struct SamplingOptions {
 }
 
 impl SamplingOptions {
-    /// The sampler settings of `options` (`undefined` = all defaults), validated.
-    fn parse(options: JsValue) -> Result<SamplerConfig, Error> {
+    /// The generation settings of `options` (`undefined` = all defaults: no token limit but the
+    /// context, no stop strings, the default sampler), validated.
+    fn parse(options: JsValue) -> Result<GenerateConfig, Error> {
         let d = SamplerConfig::default();
-        if options.is_undefined() || options.is_null() {
-            return Ok(d);
-        }
-        let o: SamplingOptions =
+        let o: SamplingOptions = if options.is_undefined() || options.is_null() {
+            SamplingOptions::default()
+        } else {
             serde_wasm_bindgen::from_value(options).map_err(|e| Error::InvalidArgument {
                 op: "SamplingOptions",
                 reason: e.to_string().trim_start_matches("Error: ").to_string(),
-            })?;
-        let cfg = SamplerConfig {
+            })?
+        };
+        let sampler = SamplerConfig {
             temperature: o.temperature.unwrap_or(d.temperature),
             top_k: o.top_k.map_or(d.top_k, |k| k as usize),
             top_p: o.top_p.unwrap_or(d.top_p),
@@ -287,63 +286,66 @@ impl SamplingOptions {
             repeat_last_n: o.repeat_last_n.map_or(d.repeat_last_n, |n| n as usize),
             seed: o.seed.unwrap_or(d.seed),
         };
-        cfg.validate()?;
-        Ok(cfg)
+        sampler.validate()?;
+        Ok(GenerateConfig {
+            max_tokens: o.max_tokens.map_or(usize::MAX, |n| n as usize),
+            stop: o.stop.unwrap_or_default(),
+            sampler,
+        })
     }
 }
 
 #[wasm_bindgen(js_class = Session)]
 impl JsSession {
     /// Evaluates `ids` after what the session holds (one batched call) and returns the logits
-    /// of the last position.
+    /// of the last position. Ends a generation in progress.
     pub fn eval(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "Ids")] ids: Vec<u32>,
     ) -> JsResult<Vec<f32>> {
-        self.eval_into_logits(&ids)?;
-        Ok(crate::storage::try_copy(&self.logits)?)
+        self.generation = None;
+        let logits = self.session.eval(&self.model, &ids, Logits::Last)?;
+        Ok(crate::storage::try_copy(logits)?)
     }
 
-    /// Evaluates a prompt and sets up sampling for `step()`.
+    /// Puts a prompt in the cache — keeping the longest prefix it shares with what the cache
+    /// holds, evaluating only the rest — and starts a generation for `step()`. Returns how many
+    /// prompt tokens came from the cache.
     pub fn prefill(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "Ids")] ids: Vec<u32>,
-        #[wasm_bindgen(unchecked_param_type = "SamplingOptions")] options: JsValue,
-    ) -> JsResult<()> {
+        #[wasm_bindgen(unchecked_param_type = "SessionOptions")] options: JsValue,
+    ) -> JsResult<usize> {
         let cfg = SamplingOptions::parse(options)?;
-        self.sampler = Sampler::new(cfg);
-        self.decoder = StreamDecoder::new();
-        self.eval_into_logits(&ids)
+        self.generation = None;
+        let g = Generation::start(&self.model, &mut self.session, &ids, cfg)?;
+        let cached = g.cached();
+        self.generation = Some(g);
+        Ok(cached)
     }
 
-    /// Samples the next token from the current logits and, unless it ends the generation,
-    /// evaluates it. Returns `{ token, text, eog }`; `text` is only whole UTF-8 characters.
+    /// Generates one token. Returns `{ token, text, eog, done, reason }`: `text` is final text
+    /// (whole UTF-8 characters, never part of a stop string), `done` is set on the step that
+    /// ends the generation, `reason` then says why (`eog`, `maxTokens`, `stop`, `contextFull`).
     #[wasm_bindgen(unchecked_return_type = "StepResult")]
     pub fn step(&mut self) -> JsResult<js_sys::Object> {
-        if self.logits.is_empty() {
+        let Some(g) = self.generation.as_mut() else {
             return Err(invalid("step", "call prefill() first"));
-        }
-        let t = self.sampler.sample(&self.logits, self.session.tokens())?;
-        let eog = self.model.tokenizer().is_eog(t);
-        let text = if eog {
-            self.decoder.finish()
-        } else {
-            self.decoder.push(self.model.tokenizer(), t)?
         };
-        if !eog {
-            let logits = self.session.eval(&self.model, &[t], Logits::Last)?;
-            self.logits.copy_from_slice(logits);
-        }
+        let Some(piece) = g.step(&self.model, &mut self.session)? else {
+            return Err(invalid(
+                "step",
+                "the generation has ended: call prefill() again",
+            ));
+        };
         let o = js_sys::Object::new();
-        set(&o, "token", (t as f64).into());
-        set(&o, "text", text.into());
-        set(&o, "eog", eog.into());
+        set(&o, "token", (piece.token as f64).into());
+        set(&o, "text", piece.text.into());
+        set(&o, "eog", piece.eog.into());
+        set(&o, "done", g.finish().is_some().into());
+        let reason: Option<&'static str> = g.finish().map(Into::into);
+        set(&o, "reason", reason.map_or(JsValue::NULL, JsValue::from));
         Ok(o)
-    }
-
-    /// Text held back because it ended inside a UTF-8 character.
-    pub fn flush(&mut self) -> String {
-        self.decoder.finish()
     }
 
     /// Positions used so far.
@@ -358,9 +360,36 @@ impl JsSession {
         self.session.capacity()
     }
 
+    /// The token ids the cache holds, in position order.
+    #[wasm_bindgen(getter, unchecked_return_type = "Uint32Array")]
+    pub fn tokens(&self) -> JsResult<Vec<u32>> {
+        Ok(crate::storage::try_copy(self.session.tokens())?)
+    }
+
+    /// Keeps the first `n` positions of the cache (ends a generation in progress).
+    pub fn truncate(&mut self, n: usize) {
+        self.generation = None;
+        self.session.truncate(n);
+    }
+
     /// Starts over from an empty context.
     pub fn reset(&mut self) {
+        self.generation = None;
         self.session.reset();
-        self.logits.clear();
+    }
+
+    /// The cache as bytes (tokens and keys/values of the used positions, with a header naming
+    /// the model file); `load` restores it.
+    pub fn save(&self) -> JsResult<Vec<u8>> {
+        Ok(self.session.save(&self.model)?)
+    }
+
+    /// Restores bytes from `save()`: `InvalidSession` when they are damaged or not a session,
+    /// `SessionMismatch` for another model file or a context too small; the session is then
+    /// unchanged.
+    pub fn load(&mut self, bytes: &[u8]) -> JsResult<()> {
+        self.session.load(&self.model, bytes)?;
+        self.generation = None;
+        Ok(())
     }
 }

@@ -19,7 +19,7 @@ export type ErrorCode = "ShapeMismatch" | "NotBroadcastable" | "DTypeMismatch" |
   | "QuantizedElementAccess" | "PartialQuantizedBlock" | "StorageTooSmall" | "LengthMismatch"
   | "AxisOutOfRange" | "NarrowOutOfRange" | "IndexOutOfRange" | "SizeOverflow"
   | "AllocationFailed" | "InvalidArgument" | "InvalidGguf" | "MissingMetadata"
-  | "UnsupportedModel" | "ContextFull"
+  | "UnsupportedModel" | "ContextFull" | "InvalidSession" | "SessionMismatch"
   | "Freed" | "NotInitialized" | "WasmTrap" | "UnsupportedEnvironment" | "NoModel" | "Aborted" | "HttpError"
   | "NetworkError" | "TruncatedDownload" | "WorkerCrashed" | "EngineDisposed";
 /** Errors thrown by kopitiam-wasm: `name` is "KopitiamError", `code` says what happened. */

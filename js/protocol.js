@@ -1,0 +1,47 @@
+// The engine's worker protocol: every message between the page (js/engine.js) and its worker
+// (js/engine-worker.js), in one place.
+//
+// Page → worker
+//   { id, type, ...payload }         a request; `type` is a key of REQUESTS, `payload` its fields
+//   { type: "abort", target: id }    abort request `id` (a load or a generation); no reply
+//
+// Worker → page, for request `id`, any number of events and then exactly one answer:
+//   { id, kind: "progress", phase: "download" | "load", loaded, total }   during `load`
+//   { id, kind: "token", token, text }                                   during `generate`
+//   { id, kind: "result", result }                                       the answer
+//   { id, kind: "error", error: { code, message } }                      or the failure
+//
+// Errors carry the stable codes of `errorCodes()`; a worker that meets an error without a code
+// (a bug) or a wasm trap answers `WorkerCrashed`, and the page then ends the engine.
+
+/** The requests, with what each carries and answers. */
+export const REQUESTS = Object.freeze({
+  /** `{ threads, build }` → `{ build, threads }`: instantiates the wasm. */
+  init: "init",
+  /** `{ url, cache } | { buffer } | { blob } | { stream, total }` plus `contextLength` →
+   * model info. Emits progress events. */
+  load: "load",
+  /** `{ text, addSpecial, parseSpecial }` → `number[]`. */
+  tokenize: "tokenize",
+  /** `{ ids }` → `string`. */
+  detokenize: "detokenize",
+  /** `{ prompt } | { messages }` plus `opts` → `{ text, tokens, stats, stopped }`. Emits token
+   * events. Reuses the worker's KV cache: only the part of the prompt the cache does not hold
+   * is evaluated. */
+  generate: "generate",
+  /** `{ ids }` → `Float32Array` (last-position logits, in a session of its own). */
+  logits: "logits",
+  /** `{}` → `true`: forgets the cached context. */
+  resetContext: "resetContext",
+  /** `{}` → `Uint8Array`: the cached context as bytes. */
+  saveSession: "saveSession",
+  /** `{ bytes }` → `{ tokens }`: restores a saved context. */
+  loadSession: "loadSession",
+  /** `{}` → `true`: frees the model (the page then terminates the worker). */
+  dispose: "dispose",
+});
+
+export const progress = (id, phase, loaded, total) => ({ id, kind: "progress", phase, loaded, total });
+export const token = (id, piece) => ({ id, kind: "token", token: piece.token, text: piece.text });
+export const result = (id, value) => ({ id, kind: "result", result: value });
+export const failure = (id, code, message) => ({ id, kind: "error", error: { code, message } });

@@ -1,0 +1,31 @@
+// Conversations through the Worker engine in headless Chromium (tests/js/conversation/page.mjs),
+// on one thread (simd build) and two (threaded build): every turn served from the kept KV cache
+// equals a fresh engine's greedy tokens, also after the cache parts inside an edited reply, after
+// a save/restore into a new engine, and with contextShift.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { withRepoPage } from "./browser.mjs";
+
+for (const [threads, build] of [[1, "simd"], [2, "threads"]]) {
+  test(`conversation on ${threads} thread(s): reuse, truncation, restore, context shift`, () =>
+    withRepoPage(`/tests/js/conversation/page.html?threads=${threads}&build=${build}`, async ({ page, errors }) => {
+      await page.waitForFunction(() => window.conversationResult, null, { timeout: 180_000 });
+      const r = await page.evaluate(() => window.conversationResult);
+      assert.equal(r.error, undefined);
+      console.log(`# ${threads} thread(s), ${r.info.build}: ${JSON.stringify(r)}`);
+      assert.equal(r.info.threads, threads);
+      r.turns.forEach((t, i) => {
+        assert.ok(t.same, `turn ${i}: tokens equal the fresh engine's`);
+        assert.equal(t.freshCached, 0, "cache: false evaluates everything");
+        if (i > 0) assert.ok(t.cached > r.turns[i - 1].prompt, `turn ${i}: the previous prompt and part of its reply come from the cache`);
+      });
+      assert.ok(r.edited.same, "after an edited reply: same tokens as fresh");
+      assert.ok(r.edited.cached > r.turns.at(-1).prompt && r.edited.cached < r.edited.prompt, "the cache parted inside the edited reply");
+      assert.ok(r.restore.restoredTokens > 0 && r.restore.same && r.restore.sameAsKept, "restored session: same tokens");
+      assert.ok(r.restore.cached >= r.restore.restoredTokens - 16, "the restored cache is reused");
+      assert.equal(r.shift.fullCode, "ContextFull");
+      assert.ok(r.shift.dropped > 0 && r.shift.same && r.shift.prompt < 96, "context shift keeps the latest turns, same tokens as fresh");
+      assert.equal(r.afterReset, 0, "resetContext: nothing cached");
+      assert.deepEqual(errors, []);
+    }));
+}
