@@ -254,6 +254,17 @@ function fitMessages(messages, limit, enableThinking, shift) {
   return { ids, dropped };
 }
 
+/** Requests that use or replace the kept session run one after another (a generation yields
+ * between tokens, so a second one would otherwise interleave with it); the rest run at once. */
+const SERIAL = new Set(["load", "generate", "resetContext", "saveSession", "loadSession", "dispose"]);
+let queue = Promise.resolve();
+
+function serially(run) {
+  const next = queue.then(run, run);
+  queue = next.catch(() => {});
+  return next;
+}
+
 self.onmessage = async ({ data }) => {
   if (data.type === "abort") {
     controllers.get(data.target)?.abort();
@@ -263,7 +274,8 @@ self.onmessage = async ({ data }) => {
   controllers.set(data.id, controller);
   try {
     if (!Object.hasOwn(handlers, data.type)) throw codedError("InvalidArgument", `unknown request ${String(data.type)}`);
-    const result = await handlers[data.type](data, controller.signal);
+    const run = () => handlers[data.type](data, controller.signal);
+    const result = await (SERIAL.has(data.type) ? serially(run) : run());
     const transfer = ArrayBuffer.isView(result) ? [result.buffer] : [];
     postMessage(protocol.result(data.id, result), transfer);
   } catch (e) {

@@ -1,5 +1,6 @@
 // End to end: the demo page (www/index.html) served like `npm start` serves it, driven in
-// headless Chromium with the tiny Gemma 3 fixture. Saves a screenshot to target/e2e/demo.png.
+// headless Chromium: completion with the tiny Gemma 3 fixture, chat with the tiny Qwen 2 one
+// (byte-level BPE, its own template). Saves screenshots to target/e2e/demo.png and chat.png.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -9,6 +10,8 @@ import { launch } from "./browser.mjs";
 const FIXTURE = "/tests/fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf";
 const reference = JSON.parse(readFileSync(new URL("../fixtures/tiny-gemma3/reference.json", import.meta.url)));
 const hello = reference.find((c) => c.prompt === "Hello world");
+const QWEN = "/tests/fixtures/tiny-qwen2/tiny-qwen2-q4_0.gguf";
+const qwenChat = JSON.parse(readFileSync(new URL("../fixtures/tiny-qwen2/reference.json", import.meta.url)))[1];
 
 let server, browser, base;
 test.before(async () => {
@@ -32,7 +35,7 @@ async function run(query) {
 }
 
 test("greedy generation equals llama.cpp's tokens, with load progress; threads match one thread", async () => {
-  const q = (build) => `model=${FIXTURE}&prompt=${encodeURIComponent(hello.prompt)}&maxTokens=16&temperature=0&autorun=1&build=${build}`;
+  const q = (build) => `mode=complete&model=${FIXTURE}&prompt=${encodeURIComponent(hello.prompt)}&maxTokens=16&temperature=0&autorun=1&build=${build}`;
   const threaded = await run(q("auto"));
   assert.deepEqual(threaded.errors, []);
   assert.ok(!threaded.result.error, JSON.stringify(threaded.result.error));
@@ -54,7 +57,7 @@ test("Stop halts a generation", async () => {
   const p = await browser.newPage();
   // Seed 1: the tiny model's sampled text for "a" has no end-of-generation token within 250
   // (with seed 0 it ends after 18, so a busy machine could finish before Stop arrives).
-  await p.goto(`${base}/www/index.html?model=${FIXTURE}&prompt=a&maxTokens=250&seed=1`);
+  await p.goto(`${base}/www/index.html?mode=complete&model=${FIXTURE}&prompt=a&maxTokens=250&seed=1`);
   await p.waitForSelector("#generate:not([disabled])", { timeout: 30_000 });
   // Press Stop as soon as the first generated text appears.
   await p.evaluate(() => {
@@ -76,7 +79,7 @@ test("Stop halts a generation", async () => {
 
 test("a file that is not GGUF shows an error and the page keeps working", async () => {
   const page = await browser.newPage();
-  await page.goto(`${base}/www/index.html`);
+  await page.goto(`${base}/www/index.html?mode=complete`);
   await page.waitForFunction(() => document.getElementById("stat-build").textContent !== "–");
   await page.setInputFiles("#model-file", { name: "notes.gguf", mimeType: "application/octet-stream", buffer: Buffer.from("this is not a model") });
   await page.waitForSelector("#error:not([hidden])");
@@ -86,7 +89,7 @@ test("a file that is not GGUF shows an error and the page keeps working", async 
   await page.click("#load-url");
   await page.waitForSelector("#generate:not([disabled])", { timeout: 30_000 });
   await page.fill("#prompt", hello.prompt);
-  await page.click("summary"); // open the sampling controls
+  await page.click("#sampling summary"); // open the sampling controls
   await page.fill("#temperature", "0");
   await page.fill("#max-tokens", "4");
   await page.click("#generate");
@@ -95,7 +98,7 @@ test("a file that is not GGUF shows an error and the page keeps working", async 
 });
 
 test("HTTP errors reject with a code", async () => {
-  const { result } = await run(`model=/nope.gguf&autorun=1`);
+  const { result } = await run(`mode=complete&model=/nope.gguf&autorun=1`);
   assert.equal(result.error.code, "HttpError");
 });
 
@@ -120,4 +123,80 @@ test("engine: abort during download, context full, unsupported model, dispose", 
     return out;
   }, FIXTURE);
   assert.deepEqual(r, { abort: "Aborted", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
+});
+
+/** Types `text` into the chat box, sends it and waits for turn `n` (1-based) to finish. */
+async function say(page, text, n) {
+  await page.fill("#chat-input", text);
+  await page.click("#send");
+  await page.waitForFunction((k) => window.kopitiamChat.turns.length >= k, n, { timeout: 60_000 });
+  return page.evaluate((k) => window.kopitiamChat.turns[k - 1], n);
+}
+
+test("chat: llama.cpp's reply, later turns from the cache, Stop, Regenerate, a reload restores, Clear", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`${base}/www/index.html?model=${QWEN}&temperature=0&maxTokens=16&build=simd`);
+  await page.waitForSelector("#send:not([disabled])", { timeout: 60_000 });
+  await page.click("#system-box summary");
+  await page.fill("#system", "You are a helpful assistant.");
+  // Turn 1 is the fixture's chat prompt: llama.cpp's greedy reply, token for token.
+  const t1 = await say(page, "What is the capital of France?", 1);
+  assert.equal(t1.error, undefined, JSON.stringify(t1.error));
+  assert.equal(t1.stats.promptTokens, qwenChat.tokens.length);
+  assert.deepEqual(t1.tokens, qwenChat.greedy);
+  const t2 = await say(page, "And of Germany?", 2);
+  assert.ok(t2.stats.cachedTokens >= t1.stats.promptTokens, `turn 2: ${t2.stats.cachedTokens} from the cache`);
+  assert.match(await page.locator(".msg.assistant .meta").last().innerText(), /prompt tokens from cache/);
+
+  // Stop as soon as the reply starts streaming.
+  await page.click("#sampling summary");
+  await page.fill("#max-tokens", "400");
+  await page.fill("#chat-input", "Tell me a long story");
+  await page.evaluate(() => {
+    const box = document.getElementById("messages");
+    new MutationObserver((_, obs) => {
+      const last = box.querySelector(".msg.streaming .text");
+      if (last && last.textContent.length > 1) {
+        obs.disconnect();
+        document.getElementById("chat-stop").click();
+      }
+    }).observe(box, { childList: true, subtree: true, characterData: true });
+    document.getElementById("send").click();
+  });
+  await page.waitForFunction(() => window.kopitiamChat.turns.length >= 3, null, { timeout: 60_000 });
+  const t3 = await page.evaluate(() => window.kopitiamChat.turns[2]);
+  assert.equal(t3.stopped, true);
+  assert.ok(t3.tokens.length < 400, `stopped after ${t3.tokens.length} tokens`);
+
+  // Regenerate: the same prompt again, all of it from the cache but the last token.
+  await page.fill("#max-tokens", "8");
+  await page.click("#regenerate");
+  await page.waitForFunction(() => window.kopitiamChat.turns.length >= 4, null, { timeout: 60_000 });
+  const t4 = await page.evaluate(() => window.kopitiamChat.turns[3]);
+  assert.equal(t4.stats.promptTokens, t3.stats.promptTokens);
+  assert.equal(t4.stats.cachedTokens, t4.stats.promptTokens - 1);
+  assert.equal(await page.locator(".msg").count(), 6);
+  mkdirSync("target/e2e", { recursive: true });
+  await page.screenshot({ path: "target/e2e/chat.png", fullPage: true });
+
+  // Reload: the conversation and its cache come back; the next turn reuses the restored cache.
+  await page.reload();
+  await page.waitForFunction(() => window.kopitiamChat?.restored, null, { timeout: 60_000 });
+  const restored = await page.evaluate(() => window.kopitiamChat.restored.tokens);
+  assert.equal(await page.locator(".msg").count(), 6);
+  assert.equal(await page.locator("#system").inputValue(), "You are a helpful assistant.");
+  const t5 = await say(page, "Thanks", 1);
+  assert.ok(restored > t4.stats.promptTokens && t5.stats.cachedTokens >= t4.stats.promptTokens,
+    `restored ${restored} positions, ${t5.stats.cachedTokens} reused`);
+
+  // Clear: an empty conversation and an empty cache.
+  await page.click("#clear");
+  assert.equal(await page.locator(".msg").count(), 0);
+  const t6 = await say(page, "Hello", 2);
+  assert.equal(t6.stats.cachedTokens, 0);
+  assert.deepEqual(errors, []);
+  await context.close();
 });
