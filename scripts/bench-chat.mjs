@@ -3,8 +3,7 @@
 // prompt tokens evaluated and the prefill time per turn to its own section of BENCHMARKS.md.
 // A measurement tool, not a test.   (KOPITIAM_BENCH_NO_BUILD=1 skips the build.)
 import { execFileSync } from "node:child_process";
-import { serve } from "./serve.mjs";
-import { launch } from "../tests/js/browser.mjs";
+import { withRepoPage } from "../tests/js/browser.mjs";
 import { writeSection } from "./bench-md.mjs";
 
 const MODEL = process.env.MODEL ?? "gemma-3-270m-q4_0";
@@ -14,20 +13,13 @@ if (process.env.KOPITIAM_BENCH_NO_BUILD !== "1") {
 }
 execFileSync("bash", ["scripts/prepare-model.sh"], { stdio: ["ignore", "ignore", "inherit"] });
 
-const server = await serve(0);
-const browser = await launch();
-let r, chromium;
-try {
-  chromium = browser.version();
-  const page = await browser.newPage();
+let chromium;
+const r = await withRepoPage("/www/bench/chat.html", async ({ page }) => {
+  chromium = page.context().browser().version();
   page.on("console", (m) => m.type() === "error" && console.error(m.text()));
-  await page.goto(`http://127.0.0.1:${server.address().port}/www/bench/chat.html`);
   await page.waitForFunction(() => globalThis.runChatBench);
-  r = await page.evaluate(([m, b]) => globalThis.runChatBench(`/models/${m}.gguf`, b), [MODEL, BUILD]);
-} finally {
-  await browser.close();
-  server.close();
-}
+  return page.evaluate(([m, b]) => globalThis.runChatBench(`/models/${m}.gguf`, b), [MODEL, BUILD]);
+});
 
 const sum = (turns, k) => turns.reduce((a, t) => a + t[k], 0);
 const rows = r.reuse.turns.map((t, i) => {

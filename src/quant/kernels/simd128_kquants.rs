@@ -12,15 +12,16 @@
 use core::arch::wasm32::*;
 
 use super::simd128::{dot_blocks4, load16};
+use crate::dtype::DType;
 use crate::quant::blocks::read_f16;
 use crate::quant::kquants::{get_scale_min_k4, q8_k_sub_sum, read_f32, QK_K};
 
-const Q5_0_BYTES: usize = 22;
-const Q8_0_BYTES: usize = 34;
-const Q4_K_BYTES: usize = 144;
-const Q5_K_BYTES: usize = 176;
-const Q6_K_BYTES: usize = 210;
-const Q8_K_BYTES: usize = 292;
+const Q5_0_BYTES: usize = DType::Q5_0.block_bytes();
+const Q8_0_BYTES: usize = DType::Q8_0.block_bytes();
+const Q4_K_BYTES: usize = DType::Q4_K.block_bytes();
+const Q5_K_BYTES: usize = DType::Q5_K.block_bytes();
+const Q6_K_BYTES: usize = DType::Q6_K.block_bytes();
+const Q8_K_BYTES: usize = DType::Q8_K.block_bytes();
 
 /// Eight i16 lanes, lane `i` = `a[i]·b[i] + a[i + 8]·b[i + 8]` over signed bytes (exact).
 #[inline(always)]
