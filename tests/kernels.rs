@@ -6,7 +6,9 @@ mod common;
 use common::Rng;
 use half::f16;
 use kopitiam_wasm::quant::kernels::{self, scalar};
-use kopitiam_wasm::quant::{dequantize_row_q4_0, dequantize_row_q8_0, quantize_row_q8_k, Q8Act};
+use kopitiam_wasm::quant::{
+    dequantize_row_q4_0, dequantize_row_q8_0, q5_0_to_q8_0, quantize_row_q8_k, Q8Act,
+};
 use kopitiam_wasm::DType;
 
 #[cfg(target_arch = "wasm32")]
@@ -224,6 +226,51 @@ fn k_mix_dots_equal_scalar_twins_bit_for_bit() {
                 canonical_bits(a),
                 canonical_bits(b),
                 "q5_0, {blocks} blocks: {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tiled_q8_0_gemm_equals_scalar_twin_and_q5_0_reencodes_exactly() {
+    let mut rng = Rng::new(29);
+    for (rows, blocks) in [(1, 20), (4, 3), (5, 20), (8, 7), (9, 1), (13, 6)] {
+        let n_in = blocks * 32;
+        let n_w = 6;
+        let w = random_blocks(&mut rng, n_w * blocks, 34);
+        let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 3.0).collect();
+        let mut act = Q8Act::default();
+        act.prepare(&x, n_in).unwrap();
+        let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
+        kernels::gemm_q8_0_q8_0(&w, &act, &mut a);
+        scalar::gemm_q8_0_q8_0(&w, &act, &mut b);
+        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(
+                canonical_bits(*p),
+                canonical_bits(*q),
+                "rows {rows}, blocks {blocks}, element {i}"
+            );
+        }
+        for o in 0..n_w {
+            for r in 0..rows {
+                let want =
+                    scalar::vec_dot_q8_0_q8_0(&w[o * blocks * 34..][..blocks * 34], act.q8_row(r));
+                assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
+            }
+        }
+        // A Q5_0 row re-encoded as Q8_0 dots to the Q5_0 dot's bits.
+        let w5 = random_mix_blocks(&mut rng, DType::Q5_0, blocks);
+        let mut w8 = vec![0u8; blocks * 34];
+        q5_0_to_q8_0(&w5, &mut w8);
+        for r in 0..rows {
+            let (p, q) = (
+                scalar::vec_dot_q8_0_q8_0(&w8, act.q8_row(r)),
+                scalar::vec_dot_q5_0_q8_0(&w5, act.q8_row(r)),
+            );
+            assert_eq!(
+                canonical_bits(p),
+                canonical_bits(q),
+                "q5_0 re-encoded, row {r}"
             );
         }
     }

@@ -272,3 +272,55 @@ fn matmul_many_equals_separate_matmuls() {
         }
     }
 }
+
+/// Prefill and decode take different kernels (tiled over activation rows, or one row against
+/// the weights); every output must have the same bits either way, for every fused format.
+#[test]
+fn a_batch_of_rows_equals_its_rows_one_at_a_time_bit_for_bit() {
+    use kopitiam_wasm::quant::{matmul_into, MatmulScratch};
+    let mut rng = Rng::new(41);
+    let (n_in, n_out) = (512, 24);
+    for dtype in [
+        DType::Q4_0,
+        DType::Q8_0,
+        DType::Q5_0,
+        DType::Q4_K,
+        DType::Q5_K,
+        DType::Q6_K,
+    ] {
+        let bytes: Vec<u8> = (0..dtype.storage_bytes(n_in * n_out).unwrap())
+            .map(|_| rng.next_u64() as u8)
+            .collect();
+        let mut w = bytes;
+        // Finite scales: every f16 field a small value (the layouts put them in different places).
+        let (bb, at): (usize, &[usize]) = match dtype {
+            DType::Q6_K => (210, &[208]),
+            DType::Q4_K | DType::Q5_K => (dtype.block_bytes(), &[0, 2]),
+            _ => (dtype.block_bytes(), &[0]),
+        };
+        for block in w.chunks_exact_mut(bb) {
+            for &a in at {
+                block[a..a + 2].copy_from_slice(&f16_bytes(0.01 + 0.02 * rng.f32().abs()));
+            }
+        }
+        let weight = Tensor::from_quantized(dtype, w, [n_out, n_in]).unwrap();
+        for rows in [4, 7, 9] {
+            let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 2.0).collect();
+            let mut mm = MatmulScratch::default();
+            let mut all = vec![0.0f32; rows * n_out];
+            matmul_into(&x, &weight, &mut mm, &mut all).unwrap();
+            for r in 0..rows {
+                let mut one = vec![0.0f32; n_out];
+                matmul_into(&x[r * n_in..(r + 1) * n_in], &weight, &mut mm, &mut one).unwrap();
+                let same = one
+                    .iter()
+                    .zip(&all[r * n_out..])
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(
+                    same,
+                    "{dtype}, {rows} rows: row {r} differs from its single-row result"
+                );
+            }
+        }
+    }
+}

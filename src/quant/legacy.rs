@@ -97,3 +97,22 @@ pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         });
     accumulate4(blocks)
 }
+
+/// Re-encodes whole Q5_0 blocks as Q8_0 blocks: the same scale, the quants `q − 16` as i8.
+/// Exact, so a Q8_0 dot of the result has the integer block sums, the scales and therefore the
+/// bits of the Q5_0 dot (both sum in the four-lane order); a prefill re-encodes a weight row
+/// once and runs the tiled Q8_0 kernel over all activation rows.
+pub fn q5_0_to_q8_0(src: &[u8], dst: &mut [u8]) {
+    for (b, o) in src
+        .chunks_exact(DType::Q5_0.block_bytes())
+        .zip(dst.chunks_exact_mut(DType::Q8_0.block_bytes()))
+    {
+        o[..2].copy_from_slice(&b[..2]);
+        let h = read_qh(&b[2..6]);
+        for (j, &q) in b[6..].iter().enumerate() {
+            let (lo, hi) = q5_pair(q, h, j);
+            o[2 + j] = (lo - 16) as i8 as u8;
+            o[2 + j + QK / 2] = (hi - 16) as i8 as u8;
+        }
+    }
+}

@@ -3,8 +3,8 @@
 //! never expanded to f32.
 
 use super::act::Q8Act;
-use super::kernels;
 use super::traits::{quant_type, FusedDot};
+use super::{kernels, legacy};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::storage::{try_grow, try_vec};
@@ -215,8 +215,15 @@ fn prepare_acts<'s>(
 /// row-major `[rows, width]` `block`. Q4_0 has a tiled kernel; the other formats run each weight
 /// row against all activation rows while it is in cache.
 fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) {
-    if let (DType::Q4_0, Acts::Q8_0(act)) = (job.dtype, acts) {
-        return kernels::gemm_q4_0_q8_0(w, act, block);
+    match (job.dtype, acts) {
+        (DType::Q4_0, Acts::Q8_0(act)) => return kernels::gemm_q4_0_q8_0(w, act, block),
+        (DType::Q8_0, Acts::Q8_0(act)) => return kernels::gemm_q8_0_q8_0(w, act, block),
+        (DType::Q5_0, Acts::Q8_0(act))
+            if act.rows() >= 4 && q5_0_block(w, act, block, width).is_some() =>
+        {
+            return
+        }
+        _ => {}
     }
     let rows = acts.rows();
     let w_row = job.bytes.len() / job.rows.max(1);
@@ -225,6 +232,27 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
             block[r * width + o] = (job.dot)(wr, acts.row(r));
         }
     }
+}
+
+/// Q5_0 weight rows against four or more activation rows: re-encoded as Q8_0 eight rows at a
+/// time (exact, see `q5_0_to_q8_0`) for the tiled Q8_0 kernel, the results scattered into their
+/// columns of `block`. `None` (nothing written) when the buffers cannot be allocated.
+fn q5_0_block(w: &[u8], act: &Q8Act, block: &mut [f32], width: usize) -> Option<()> {
+    const GROUP: usize = 8;
+    let rows = act.rows();
+    let w_row = DType::Q5_0.storage_bytes(act.blocks() * 32).ok()?;
+    let q8_row = DType::Q8_0.storage_bytes(act.blocks() * 32).ok()?;
+    let mut q8 = try_vec(GROUP * q8_row, 0u8).ok()?;
+    let mut out = try_vec(GROUP * rows, 0.0f32).ok()?;
+    for o0 in (0..width).step_by(GROUP) {
+        let g = GROUP.min(width - o0);
+        legacy::q5_0_to_q8_0(&w[o0 * w_row..(o0 + g) * w_row], &mut q8[..g * q8_row]);
+        kernels::gemm_q8_0_q8_0(&q8[..g * q8_row], act, &mut out[..g * rows]);
+        for (r, seg) in out[..g * rows].chunks_exact(g).enumerate() {
+            block[r * width + o0..r * width + o0 + g].copy_from_slice(seg);
+        }
+    }
+    Some(())
 }
 
 /// Weights `jobs` against prepared `acts`: one parallel job over every matrix's chunks of weight

@@ -37,6 +37,6 @@ pub use kquants::{
     dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k, dequantize_row_q8_k,
     quantize_row_q8_k, QK_K,
 };
-pub use legacy::{dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1};
+pub use legacy::{dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1, q5_0_to_q8_0};
 pub use quantize::{quantize_row_q4_0, quantize_row_q8_0};
 pub use traits::{quant_type, FusedDot, QuantType};

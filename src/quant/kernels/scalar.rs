@@ -75,3 +75,16 @@ pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         }
     }
 }
+
+/// `out[r·n_w + o] = w_o · x_r` for the first `n_w = out.len() / rows` Q8_0 rows of `w` (the
+/// reference for the tiled SIMD version, same bits).
+pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    let rows = act.rows().max(1);
+    let w_row = act.blocks() * DType::Q8_0.block_bytes();
+    let n_w = out.len() / rows;
+    for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
+        for r in 0..rows {
+            out[r * n_w + o] = vec_dot_q8_0_q8_0(wr, act.q8_row(r));
+        }
+    }
+}

@@ -524,3 +524,95 @@ pub(crate) fn gemm_q4_0_with(
 pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_q4_0_with(dot16_extmul, w, act, out)
 }
+
+/// One Q8_0 weight row against four prepared activation rows `r0..r0 + 4`: the weight block is
+/// loaded once for all four, the four exact i32 block sums are transposed into one vector (lane
+/// = row), and block `b` goes into accumulator `b % 4` — per output the order of
+/// `scalar::vec_dot_q8_0_q8_0`.
+///
+/// # Safety
+/// `w` must hold `nb` Q8_0 blocks and `dw` their scales as f32; rows `r0..r0 + 4` must exist
+/// in `act`; the results go to `out`, `out + stride`, `out + 2·stride`, `out + 3·stride`.
+#[inline(always)]
+unsafe fn q8_0_row4(
+    w: *const u8,
+    nb: usize,
+    act: &Q8Act,
+    r0: usize,
+    out: *mut f32,
+    stride: usize,
+    dw: *const f32,
+) {
+    let rows = act.rows();
+    let row_bytes = nb * Q8_BYTES;
+    let x = act.q8().as_ptr().add(r0 * row_bytes);
+    let dx_t = act.dx_t().as_ptr().add(r0);
+    let step = |b: usize, acc: v128| {
+        let wb = w.add(b * Q8_BYTES);
+        let (w0, w1) = (
+            v128_load(wb.add(2) as *const v128),
+            v128_load(wb.add(18) as *const v128),
+        );
+        let isum_row = |r: usize| {
+            let xb = x.add(r * row_bytes + b * Q8_BYTES);
+            i32x4_add(
+                dot_i8x16(w0, v128_load(xb.add(2) as *const v128)),
+                dot_i8x16(w1, v128_load(xb.add(18) as *const v128)),
+            )
+        };
+        let isum = hsum4_i32(isum_row(0), isum_row(1), isum_row(2), isum_row(3));
+        let scale = f32x4_mul(
+            v128_load32_splat(dw.add(b) as *const u32),
+            v128_load(dx_t.add(b * rows) as *const v128),
+        );
+        f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
+    };
+    let sum = accumulate_blocks4(nb, step);
+    *out = f32x4_extract_lane::<0>(sum);
+    *out.add(stride) = f32x4_extract_lane::<1>(sum);
+    *out.add(2 * stride) = f32x4_extract_lane::<2>(sum);
+    *out.add(3 * stride) = f32x4_extract_lane::<3>(sum);
+}
+
+/// `out[r·n_w + o] = w_o · x_r` for Q8_0 weight rows (see `scalar::gemm_q8_0_q8_0`, whose bits
+/// this reproduces): activation rows in tiles of four per weight row, the rest one at a time.
+pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    let (rows, nb) = (act.rows(), act.blocks());
+    if rows == 0 || nb == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let w_row = nb * Q8_BYTES;
+    let stride = out.len() / rows;
+    let n_w = stride.min(w.len() / w_row);
+    assert!(act.dx_t().len() >= rows * nb);
+    let tiles = rows / 4 * 4;
+    let mut dw = vec![0.0f32; nb];
+    for o in 0..n_w {
+        let wr = &w[o * w_row..(o + 1) * w_row];
+        for (d, wb) in dw.iter_mut().zip(wr.chunks_exact(Q8_BYTES)) {
+            *d = read_f16(wb);
+        }
+        let mut r = 0;
+        while r < tiles {
+            // SAFETY: row `o < n_w` lies inside `w` and column `o` inside `out` (`[rows,
+            // stride]`); `dw` holds the row's `nb` scales; rows `r..r + 4 <= rows` exist and the
+            // block-major scales were sized by `Q8Act::prepare` (asserted above).
+            unsafe {
+                q8_0_row4(
+                    wr.as_ptr(),
+                    nb,
+                    act,
+                    r,
+                    out.as_mut_ptr().add(r * stride + o),
+                    stride,
+                    dw.as_ptr(),
+                );
+            }
+            r += 4;
+        }
+        for r in tiles..rows {
+            out[r * stride + o] = vec_dot_q8_0_q8_0(wr, act.q8_row(r));
+        }
+    }
+}
