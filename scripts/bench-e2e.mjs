@@ -11,16 +11,8 @@ import { join } from "node:path";
 import { serve } from "./serve.mjs";
 import { launch } from "../tests/js/browser.mjs";
 import { writeSection } from "./bench-md.mjs";
+import { PROMPT } from "./bench-e2e-prompt.mjs";
 
-// 106 tokens with the Gemma 3 tokenizer (BOS included). A base-style text that ends mid-heading,
-// so greedy decoding runs the full 64 tokens without reaching EOS.
-const PROMPT =
-  "The history of the spice trade is a story of ships, storms and ambition. For more than two " +
-  "thousand years, merchants carried pepper, cinnamon, cloves and nutmeg from the islands of " +
-  "Southeast Asia and the coasts of India to the markets of Arabia, Egypt and Europe. Port cities " +
-  "such as Malacca, Calicut and Alexandria grew rich on this traffic, and empires rose and fell as " +
-  "they fought to control it. In this long article, we will walk through the story, century by " +
-  "century. Chapter 1: The first sailors";
 const MAX_TOKENS = 64;
 /** The cached GGUF to run (`MODEL=gemma-3-270m-q4_k_m` for the file people download). */
 const MODEL = process.env.MODEL ?? "gemma-3-270m-q4_0";

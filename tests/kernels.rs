@@ -277,6 +277,47 @@ fn tiled_q8_0_gemm_equals_scalar_twin_and_q5_0_reencodes_exactly() {
 }
 
 #[test]
+fn k_gemm_tiles_equal_scalar_twin_bit_for_bit() {
+    type Dot = fn(&[u8], &[u8]) -> f32;
+    let mut rng = Rng::new(31);
+    let formats: [(DType, Dot); 3] = [
+        (DType::Q4_K, scalar::vec_dot_q4_k_q8_k),
+        (DType::Q5_K, scalar::vec_dot_q5_k_q8_k),
+        (DType::Q6_K, scalar::vec_dot_q6_k_q8_k),
+    ];
+    for (rows, blocks) in [(1, 2), (4, 1), (5, 3), (8, 2), (11, 1)] {
+        let x_row = blocks * 292;
+        let x: Vec<u8> = (0..rows)
+            .flat_map(|_| random_q8_k(&mut rng, blocks))
+            .collect();
+        for (dtype, dot) in formats {
+            let n_w = 5;
+            let w = random_mix_blocks(&mut rng, dtype, n_w * blocks);
+            let bb = dtype.block_bytes();
+            let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
+            kernels::gemm_k_q8_k(dot, bb, &w, &x, x_row, &mut a);
+            scalar::gemm_k_q8_k(dot, bb, &w, &x, x_row, &mut b);
+            for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(
+                    canonical_bits(*p),
+                    canonical_bits(*q),
+                    "{dtype}, rows {rows}, element {i}"
+                );
+            }
+            for o in 0..n_w {
+                for r in 0..rows {
+                    let want = dot(
+                        &w[o * blocks * bb..][..blocks * bb],
+                        &x[r * x_row..][..x_row],
+                    );
+                    assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn signed_byte_sums_equal_scalar_twin() {
     // The inner integer sum of the K-quant and Q5_0 dots, at odd lengths and extreme values.
     let mut rng = Rng::new(31);

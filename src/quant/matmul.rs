@@ -223,6 +223,11 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
         {
             return
         }
+        (DType::Q4_K | DType::Q5_K | DType::Q6_K, Acts::Rows { bytes, row_bytes }) => {
+            let w = &w[..width * (job.bytes.len() / job.rows.max(1))];
+            let wb_len = job.dtype.block_bytes();
+            return kernels::gemm_k_q8_k(job.dot, wb_len, w, bytes, *row_bytes, block);
+        }
         _ => {}
     }
     let rows = acts.rows();

@@ -88,3 +88,27 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         }
     }
 }
+
+/// `out[r·n_w + o] = w_o · x_r` for K-format weight rows (`wb_len` bytes a super-block, `dot`
+/// their one-row dot) against `rows` Q8_K activation rows of `x_row` bytes: the reference for the
+/// four-row SIMD tiles (same bits).
+pub fn gemm_k_q8_k(
+    dot: fn(&[u8], &[u8]) -> f32,
+    wb_len: usize,
+    w: &[u8],
+    x: &[u8],
+    x_row: usize,
+    out: &mut [f32],
+) {
+    let rows = x.len() / x_row.max(1);
+    if rows == 0 {
+        return;
+    }
+    let n_w = out.len() / rows;
+    let w_row = (x_row / DType::Q8_K.block_bytes()) * wb_len;
+    for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
+        for r in 0..rows {
+            out[r * n_w + o] = dot(wr, &x[r * x_row..(r + 1) * x_row]);
+        }
+    }
+}

@@ -11,7 +11,7 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::{dot_blocks4, load16};
+use super::simd128::{dot_blocks4, hsum4_i32, load16};
 use crate::dtype::DType;
 use crate::quant::blocks::read_f16;
 use crate::quant::kquants::{get_scale_min_k4, q8_k_sub_sum, read_f32, QK_K};
@@ -173,4 +173,156 @@ pub fn vec_dot_q6_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
         sum += read_f16(&wb[208..210]) * read_f32(xb) * isum as f32;
     }
     sum
+}
+
+/// The K-format weight dots over four activation rows at once (a prefill): each weight vector is
+/// unpacked once and multiplied with the four rows' quants, the four exact i32 sums are
+/// transposed into one vector (lane = row), and each lane applies the one-row dot's f32 steps in
+/// its order, so every output has the bits of [`vec_dot_q4_k_q8_k`] / [`vec_dot_q5_k_q8_k`] /
+/// [`vec_dot_q6_k_q8_k`] for its row.
+struct Rows4<'a> {
+    x: [&'a [u8]; 4],
+}
+
+impl Rows4<'_> {
+    /// The four rows' Q8_K scales of super-block `sb`.
+    fn dx(&self, sb: usize) -> v128 {
+        let at = |r: usize| read_f32(&self.x[r][sb * Q8_K_BYTES..]);
+        f32x4(at(0), at(1), at(2), at(3))
+    }
+
+    /// Sixteen quants of row `r` at element `e` of super-block `sb`.
+    fn quants(&self, r: usize, sb: usize, e: usize) -> v128 {
+        load16(&self.x[r][sb * Q8_K_BYTES + 4 + e..])
+    }
+}
+
+fn lanes(v: v128) -> [f32; 4] {
+    [
+        f32x4_extract_lane::<0>(v),
+        f32x4_extract_lane::<1>(v),
+        f32x4_extract_lane::<2>(v),
+        f32x4_extract_lane::<3>(v),
+    ]
+}
+
+/// One Q6_K weight row against four Q8_K rows.
+fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
+    let (mask, three, off) = (u8x16_splat(0x0F), u8x16_splat(3), i8x16_splat(32));
+    let mut sum = f32x4_splat(0.0);
+    for (sb, wb) in w.chunks_exact(Q6_K_BYTES).enumerate() {
+        let mut acc = [i32x4_splat(0); 4];
+        for n in 0..2 {
+            let (ql, qh) = (&wb[64 * n..], &wb[128 + 32 * n..]);
+            let scales = &wb[192 + 8 * n..200 + 8 * n];
+            for l in [0, 16] {
+                let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
+                let top = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), three), 4);
+                let quarters = [
+                    v128_or(v128_and(a, mask), top(0)),
+                    v128_or(v128_and(b, mask), top(2)),
+                    v128_or(u8x16_shr(a, 4), top(4)),
+                    v128_or(u8x16_shr(b, 4), top(6)),
+                ];
+                for (q, v) in quarters.into_iter().enumerate() {
+                    let e = 32 * q + l;
+                    let (v, sc) = (i8x16_sub(v, off), scales[e / 16] as i8 as i32);
+                    for (r, a) in acc.iter_mut().enumerate() {
+                        let p = dot16(v, x.quants(r, sb, 128 * n + e));
+                        *a = i32x4_add(*a, scaled(p, sc));
+                    }
+                }
+            }
+        }
+        let isum = f32x4_convert_i32x4(hsum4_i32(acc[0], acc[1], acc[2], acc[3]));
+        let d = f32x4_splat(read_f16(&wb[208..210]));
+        sum = f32x4_add(sum, f32x4_mul(f32x4_mul(d, x.dx(sb)), isum));
+    }
+    lanes(sum)
+}
+
+/// One Q4_K (`wb_len` 144) or Q5_K (176) weight row against four Q8_K rows.
+fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
+    let (mask, one) = (u8x16_splat(0x0F), u8x16_splat(1));
+    let mut sum = f32x4_splat(0.0);
+    for (sb, wb) in w.chunks_exact(wb_len).enumerate() {
+        let scales = &wb[4..16];
+        let (mut sc, mut m) = ([0u8; 8], [0u8; 8]);
+        for j in 0..8 {
+            (sc[j], m[j]) = get_scale_min_k4(j, scales);
+        }
+        let (qh, qs) = match wb_len {
+            Q5_K_BYTES => (Some(&wb[16..48]), &wb[48..]),
+            _ => (None, &wb[16..]),
+        };
+        let mut acc = [i32x4_splat(0); 4];
+        for c in 0..4 {
+            for half in 0..2 {
+                let q = load16(&qs[32 * c + 16 * half..]);
+                let (mut lo, mut hi) = (v128_and(q, mask), u8x16_shr(q, 4));
+                if let Some(h) = qh {
+                    let h = load16(&h[16 * half..]);
+                    let bit = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), one), 4);
+                    lo = v128_or(lo, bit(2 * c as u32));
+                    hi = v128_or(hi, bit(2 * c as u32 + 1));
+                }
+                let e = 64 * c + 16 * half;
+                for (r, a) in acc.iter_mut().enumerate() {
+                    let p_lo = scaled(dot16(lo, x.quants(r, sb, e)), sc[2 * c] as i32);
+                    let p_hi = scaled(dot16(hi, x.quants(r, sb, e + 32)), sc[2 * c + 1] as i32);
+                    *a = i32x4_add(*a, i32x4_add(p_lo, p_hi));
+                }
+            }
+        }
+        let msum = |r: usize| -> f32 {
+            let bsums = &x.x[r][sb * Q8_K_BYTES + 4 + QK_K..];
+            (0..8)
+                .map(|j| m[j] as i32 * q8_k_sub_sum(bsums, j))
+                .sum::<i32>() as f32
+        };
+        let isum = f32x4_convert_i32x4(hsum4_i32(acc[0], acc[1], acc[2], acc[3]));
+        let dx = x.dx(sb);
+        let (d, dmin) = (read_f16(&wb[0..2]), read_f16(&wb[2..4]));
+        sum = f32x4_add(sum, f32x4_mul(f32x4_mul(f32x4_splat(d), dx), isum));
+        let msums = f32x4(msum(0), msum(1), msum(2), msum(3));
+        sum = f32x4_sub(sum, f32x4_mul(f32x4_mul(f32x4_splat(dmin), dx), msums));
+    }
+    lanes(sum)
+}
+
+/// `out[r·n_w + o] = w_o · x_r` for `n_w = out.len() / rows` K-format (`wb_len` bytes a block)
+/// weight rows against `rows` Q8_K activation rows of `x_row` bytes in `x`: rows in tiles of
+/// four, the rest one at a time (see `scalar::gemm_k_q8_k`, whose bits this reproduces).
+pub fn gemm_k_q8_k(
+    dot: fn(&[u8], &[u8]) -> f32,
+    wb_len: usize,
+    w: &[u8],
+    x: &[u8],
+    x_row: usize,
+    out: &mut [f32],
+) {
+    let rows = x.len() / x_row.max(1);
+    if rows == 0 {
+        return;
+    }
+    let n_w = out.len() / rows;
+    let w_row = (x_row / Q8_K_BYTES) * wb_len;
+    let tiles = rows / 4 * 4;
+    for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
+        for r0 in (0..tiles).step_by(4) {
+            let xs = Rows4 {
+                x: core::array::from_fn(|k| &x[(r0 + k) * x_row..(r0 + k + 1) * x_row]),
+            };
+            let v = match wb_len {
+                Q6_K_BYTES => q6_k_row4(wr, &xs),
+                _ => q45_k_row4(wr, wb_len, &xs),
+            };
+            for (k, y) in v.into_iter().enumerate() {
+                out[(r0 + k) * n_w + o] = y;
+            }
+        }
+        for r in tiles..rows {
+            out[r * n_w + o] = dot(wr, &x[r * x_row..(r + 1) * x_row]);
+        }
+    }
 }
