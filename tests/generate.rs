@@ -240,3 +240,41 @@ fn a_saved_session_restores_exactly_and_rejects_damage_and_other_models() {
     let mut q = other.session(64).unwrap();
     assert_err(q.load(&other, &bytes), "SessionMismatch");
 }
+
+/// 64-bit FNV-1a, the saved-session checksum, so a test can forge well-summed bytes.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[test]
+fn forged_session_headers_are_typed_errors_never_panics() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let mut s = model.session(32).unwrap();
+    s.eval(&model, &[2, 5, 7], Logits::Last).unwrap();
+    let bytes = s.save(&model).unwrap();
+    let body = bytes.len() - 8;
+    // Every header field (fingerprint, n_layer, kv_dim, n_tokens) set to extreme values, the checksum fixed up so the parser, not the checksum, must refuse them.
+    let header = (8..28)
+        .step_by(4)
+        .map(|at| (at, &[0u32, 1, 4, 0x7FFF_FFFF, u32::MAX][..]));
+    // ... and the first token id outside the vocabulary.
+    for (at, values) in header.chain([(28, &[512u32, u32::MAX][..])]) {
+        for &v in values {
+            let mut forged = bytes[..body].to_vec();
+            forged[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            if forged == bytes[..body] {
+                continue;
+            }
+            forged.extend_from_slice(&fnv1a(&forged).to_le_bytes());
+            let mut t = model.session(32).unwrap();
+            let e = t.load(&model, &forged).unwrap_err();
+            assert!(
+                ["InvalidSession", "SessionMismatch"].contains(&e.code()),
+                "byte {at} = {v}: {e}"
+            );
+            assert!(t.tokens().is_empty(), "a refused load changes nothing");
+        }
+    }
+}
