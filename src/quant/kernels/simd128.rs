@@ -21,11 +21,13 @@ pub(crate) fn load16(b: &[u8]) -> v128 {
     unsafe { v128_load(b.as_ptr() as *const v128) }
 }
 
-/// Σ a·b over 16 signed bytes, as four i32 partial sums (exact: |a·b| ≤ 128·128).
+/// Σ a·b over 16 signed bytes, as four i32 partial sums: the byte products widened to i16
+/// (exact: |a·b| ≤ 128·128 = 2^14), then each half's neighbours added into i32 — five
+/// instructions instead of the seven of widening both operands first.
 #[inline(always)]
 fn dot_i8x16(a: v128, b: v128) -> v128 {
-    let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(a), i16x8_extend_low_i8x16(b));
-    let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(a), i16x8_extend_high_i8x16(b));
+    let lo = i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(a, b));
+    let hi = i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(a, b));
     i32x4_add(lo, hi)
 }
 
