@@ -61,43 +61,37 @@ pub(crate) fn dot_blocks4(
     xb_len: usize,
     block_isum: impl Fn(&[u8], &[u8]) -> v128,
 ) -> f32 {
-    let n = (w.len() / wb_len).min(x.len() / xb_len);
-    let mut acc = f32x4_splat(0.0);
     let mut special = i32x4_splat(0);
-    let mut b = 0;
-    while b + 4 <= n {
-        let (w4, x4) = (&w[b * wb_len..], &x[b * xb_len..]);
-        let isums = hsum4_i32(
-            block_isum(w4, x4),
-            block_isum(&w4[wb_len..], &x4[xb_len..]),
-            block_isum(&w4[2 * wb_len..], &x4[2 * xb_len..]),
-            block_isum(&w4[3 * wb_len..], &x4[3 * xb_len..]),
-        );
-        // SAFETY: blocks b..b + 4 lie inside both slices (b + 4 <= n), so the four 2-byte
-        // scales `wb_len` / `xb_len` bytes apart are readable.
-        let scales = unsafe {
+    let fast = blocks4(w, x, wb_len, xb_len, &block_isum, |w4, x4| {
+        // SAFETY: `blocks4` passes slices that start at four whole blocks of each side, so the
+        // four 2-byte scales `wb_len` / `xb_len` bytes apart are readable.
+        unsafe {
             f32x4_mul(
                 q4_0_scales4(w4.as_ptr(), wb_len, &mut special),
                 q4_0_scales4(x4.as_ptr(), xb_len, &mut special),
             )
-        };
-        acc = f32x4_add(acc, f32x4_mul(scales, f32x4_convert_i32x4(isums)));
-        b += 4;
+        }
+    });
+    if !v128_any_true(special) {
+        return fast;
     }
-    if v128_any_true(special) {
-        return dot_blocks4_scalar_scales(w, x, wb_len, xb_len, block_isum);
-    }
-    finish_blocks4(acc, b, n, w, x, wb_len, xb_len, &block_isum)
+    // An inf/NaN scale (a broken file): the scalar decoding defines the result.
+    blocks4(w, x, wb_len, xb_len, &block_isum, |w4, x4| {
+        let scale = |k: usize| read_f16(&w4[k * wb_len..]) * read_f16(&x4[k * xb_len..]);
+        f32x4(scale(0), scale(1), scale(2), scale(3))
+    })
 }
 
-/// [`dot_blocks4`] with every scale decoded by `read_f16` (defines the results for inf/NaN).
-#[cold]
-fn dot_blocks4_scalar_scales(
+/// The body of [`dot_blocks4`]: `scales4(w4, x4)` gives the four `d_w · d_x` of the blocks
+/// starting at `w4` / `x4`.
+#[inline(always)]
+fn blocks4(
     w: &[u8],
     x: &[u8],
     wb_len: usize,
     xb_len: usize,
-    block_isum: impl Fn(&[u8], &[u8]) -> v128,
+    block_isum: &impl Fn(&[u8], &[u8]) -> v128,
+    mut scales4: impl FnMut(&[u8], &[u8]) -> v128,
 ) -> f32 {
     let n = (w.len() / wb_len).min(x.len() / xb_len);
     let mut acc = f32x4_splat(0.0);
@@ -110,12 +104,10 @@ fn dot_blocks4_scalar_scales(
             block_isum(&w4[2 * wb_len..], &x4[2 * xb_len..]),
             block_isum(&w4[3 * wb_len..], &x4[3 * xb_len..]),
         );
-        let scale = |k: usize| read_f16(&w4[k * wb_len..]) * read_f16(&x4[k * xb_len..]);
-        let scales = f32x4(scale(0), scale(1), scale(2), scale(3));
-        acc = f32x4_add(acc, f32x4_mul(scales, f32x4_convert_i32x4(isums)));
+        acc = f32x4_add(acc, f32x4_mul(scales4(w4, x4), f32x4_convert_i32x4(isums)));
         b += 4;
     }
-    finish_blocks4(acc, b, n, w, x, wb_len, xb_len, &block_isum)
+    finish_blocks4(acc, b, n, w, x, wb_len, xb_len, block_isum)
 }
 
 /// The ragged tail (blocks `b..n`, into lanes 0.. in order) and the canonical lane reduction.
@@ -481,17 +473,45 @@ unsafe fn q4_0_w4(
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
     };
     let sum = accumulate_blocks4(nb, &mut step);
-    if v128_any_true(special) {
-        // An inf/NaN scale (a broken file): let the scalar twin define these four results.
-        for k in 0..4 {
-            *out.add(k) = super::scalar::vec_dot_q4_0_q8_0(
-                core::slice::from_raw_parts(w.add(k * w_row), nb * Q4_BYTES),
-                core::slice::from_raw_parts(x, nb * Q8_BYTES),
-            );
-        }
-        return;
+    let twin = super::scalar::vec_dot_q4_0_q8_0;
+    store_w4(
+        sum,
+        special,
+        out,
+        twin,
+        w,
+        w_row,
+        nb * Q4_BYTES,
+        nb * Q8_BYTES,
+        x,
+    );
+}
+
+/// Writes the four results of a four-weight-row kernel to `out[0..4]` — or, when a scale was
+/// inf/NaN (a broken file), lets the scalar `twin` define all four.
+///
+/// # Safety
+/// `w` must hold four rows of `w_bytes` bytes `w_row` apart, `x` `x_bytes` bytes, `out` 4 floats.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_w4(
+    sum: v128,
+    special: v128,
+    out: *mut f32,
+    twin: fn(&[u8], &[u8]) -> f32,
+    w: *const u8,
+    w_row: usize,
+    w_bytes: usize,
+    x_bytes: usize,
+    x: *const u8,
+) {
+    if !v128_any_true(special) {
+        return v128_store(out as *mut v128, sum);
     }
-    v128_store(out as *mut v128, sum);
+    let x = core::slice::from_raw_parts(x, x_bytes);
+    for k in 0..4 {
+        *out.add(k) = twin(core::slice::from_raw_parts(w.add(k * w_row), w_bytes), x);
+    }
 }
 
 /// Tiled Q4_0 × prepared-Q8_0 matmul with a given `dot16`; see `scalar::gemm_q4_0_q8_0`.
@@ -736,14 +756,16 @@ unsafe fn q8_0_w4(
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
     };
     let sum = accumulate_blocks4(nb, &mut step);
-    if v128_any_true(special) {
-        for k in 0..4 {
-            *out.add(k) = super::scalar::vec_dot_q8_0_q8_0(
-                core::slice::from_raw_parts(w.add(k * w_row), nb * Q8_BYTES),
-                core::slice::from_raw_parts(x, nb * Q8_BYTES),
-            );
-        }
-        return;
-    }
-    v128_store(out as *mut v128, sum);
+    let twin = super::scalar::vec_dot_q8_0_q8_0;
+    store_w4(
+        sum,
+        special,
+        out,
+        twin,
+        w,
+        w_row,
+        nb * Q8_BYTES,
+        nb * Q8_BYTES,
+        x,
+    );
 }

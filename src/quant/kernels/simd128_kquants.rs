@@ -72,25 +72,47 @@ pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     })
 }
 
+/// Sixteen quants of chunk `c`, half `half` of a Q4_K/Q5_K super-block: elements
+/// `64c + 16·half ..` (sub-block 2c, low nibbles) and `64c + 32 + 16·half ..` (sub-block 2c + 1,
+/// high nibbles), with bit 4 from the Q5_K plane `qh` when there is one (bit 2c of `qh[l]` for
+/// the first, bit 2c + 1 for the second).
+#[inline(always)]
+fn q45_k_half(qh: Option<&[u8]>, qs: &[u8], c: usize, half: usize) -> (v128, v128) {
+    let q = load16(&qs[32 * c + 16 * half..]);
+    let (mut lo, mut hi) = (v128_and(q, u8x16_splat(0x0F)), u8x16_shr(q, 4));
+    if let Some(h) = qh {
+        let h = load16(&h[16 * half..]);
+        let bit = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), u8x16_splat(1)), 4);
+        lo = v128_or(lo, bit(2 * c as u32));
+        hi = v128_or(hi, bit(2 * c as u32 + 1));
+    }
+    (lo, hi)
+}
+
+/// The four quarters (elements `l..`, `l + 32..`, `l + 64..`, `l + 96..`, sixteen each) of one
+/// 128-element Q6_K half as unsigned 6-bit quants, from its `ql` (64 bytes) and `qh` (32).
+#[inline(always)]
+fn q6_k_quarters(ql: &[u8], qh: &[u8], l: usize) -> [v128; 4] {
+    let (mask, three) = (u8x16_splat(0x0F), u8x16_splat(3));
+    let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
+    let top = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), three), 4);
+    [
+        v128_or(v128_and(a, mask), top(0)),
+        v128_or(v128_and(b, mask), top(2)),
+        v128_or(u8x16_shr(a, 4), top(4)),
+        v128_or(u8x16_shr(b, 4), top(6)),
+    ]
+}
+
 /// `Σ_j sc_j · Σ q·x` over the eight 32-element sub-blocks of one Q4_K/Q5_K super-block; `qh` is
 /// the Q5_K high-bit plane (32 bytes) or `None`, `qs` the 128 nibble bytes, `qx` 256 Q8_K quants.
 #[inline(always)]
 fn q45_k_isum(qh: Option<&[u8]>, qs: &[u8], qx: &[u8], sc: &[u8; 8]) -> i32 {
-    let mask = u8x16_splat(0x0F);
-    let one = u8x16_splat(1);
     let mut acc = i32x4_splat(0);
     for c in 0..4 {
         let mut sub = [i16x8_splat(0); 2];
         for half in 0..2 {
-            let q = load16(&qs[32 * c + 16 * half..]);
-            let (mut lo, mut hi) = (v128_and(q, mask), u8x16_shr(q, 4));
-            if let Some(h) = qh {
-                // Bit 2c of qh[l] is bit 4 of element 64c + l, bit 2c + 1 that of 64c + 32 + l.
-                let h = load16(&h[16 * half..]);
-                let bit = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), one), 4);
-                lo = v128_or(lo, bit(2 * c as u32));
-                hi = v128_or(hi, bit(2 * c as u32 + 1));
-            }
+            let (lo, hi) = q45_k_half(qh, qs, c, half);
             let x = &qx[64 * c + 16 * half..];
             sub[0] = i16x8_add(sub[0], dot16(lo, load16(x)));
             sub[1] = i16x8_add(sub[1], dot16(hi, load16(&x[32..])));
@@ -139,23 +161,13 @@ pub fn vec_dot_q5_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
 /// layout: per 128-element half, four quarters of 32 from `ql`'s nibbles and `qh`'s bit pairs).
 #[inline(always)]
 fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
-    let mask = u8x16_splat(0x0F);
-    let three = u8x16_splat(3);
     let off = i8x16_splat(32);
     let mut acc = i32x4_splat(0);
     for n in 0..2 {
         let (ql, qh, x) = (&wb[64 * n..], &wb[128 + 32 * n..], &qx[128 * n..]);
         let scales = &wb[192 + 8 * n..200 + 8 * n];
         for l in [0, 16] {
-            let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
-            let top = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), three), 4);
-            let quarters = [
-                v128_or(v128_and(a, mask), top(0)),
-                v128_or(v128_and(b, mask), top(2)),
-                v128_or(u8x16_shr(a, 4), top(4)),
-                v128_or(u8x16_shr(b, 4), top(6)),
-            ];
-            for (q, v) in quarters.into_iter().enumerate() {
+            for (q, v) in q6_k_quarters(ql, qh, l).into_iter().enumerate() {
                 let e = 32 * q + l; // element index within the half; its group is e / 16.
                 let partial = dot16(i8x16_sub(v, off), load16(&x[e..]));
                 acc = i32x4_add(acc, scaled(partial, scales[e / 16] as i8 as i32));
@@ -208,7 +220,7 @@ fn lanes(v: v128) -> [f32; 4] {
 
 /// One Q6_K weight row against four Q8_K rows.
 fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
-    let (mask, three, off) = (u8x16_splat(0x0F), u8x16_splat(3), i8x16_splat(32));
+    let off = i8x16_splat(32);
     let mut sum = f32x4_splat(0.0);
     for (sb, wb) in w.chunks_exact(Q6_K_BYTES).enumerate() {
         let mut acc = [i32x4_splat(0); 4];
@@ -216,15 +228,7 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
             let (ql, qh) = (&wb[64 * n..], &wb[128 + 32 * n..]);
             let scales = &wb[192 + 8 * n..200 + 8 * n];
             for l in [0, 16] {
-                let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
-                let top = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), three), 4);
-                let quarters = [
-                    v128_or(v128_and(a, mask), top(0)),
-                    v128_or(v128_and(b, mask), top(2)),
-                    v128_or(u8x16_shr(a, 4), top(4)),
-                    v128_or(u8x16_shr(b, 4), top(6)),
-                ];
-                for (q, v) in quarters.into_iter().enumerate() {
+                for (q, v) in q6_k_quarters(ql, qh, l).into_iter().enumerate() {
                     let e = 32 * q + l;
                     let (v, sc) = (i8x16_sub(v, off), scales[e / 16] as i8 as i32);
                     for (r, a) in acc.iter_mut().enumerate() {
@@ -243,7 +247,6 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
 
 /// One Q4_K (`wb_len` 144) or Q5_K (176) weight row against four Q8_K rows.
 fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
-    let (mask, one) = (u8x16_splat(0x0F), u8x16_splat(1));
     let mut sum = f32x4_splat(0.0);
     for (sb, wb) in w.chunks_exact(wb_len).enumerate() {
         let scales = &wb[4..16];
@@ -258,14 +261,7 @@ fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
         let mut acc = [i32x4_splat(0); 4];
         for c in 0..4 {
             for half in 0..2 {
-                let q = load16(&qs[32 * c + 16 * half..]);
-                let (mut lo, mut hi) = (v128_and(q, mask), u8x16_shr(q, 4));
-                if let Some(h) = qh {
-                    let h = load16(&h[16 * half..]);
-                    let bit = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), one), 4);
-                    lo = v128_or(lo, bit(2 * c as u32));
-                    hi = v128_or(hi, bit(2 * c as u32 + 1));
-                }
+                let (lo, hi) = q45_k_half(qh, qs, c, half);
                 let e = 64 * c + 16 * half;
                 for (r, a) in acc.iter_mut().enumerate() {
                     let p_lo = scaled(dot16(lo, x.quants(r, sb, e)), sc[2 * c] as i32);
@@ -302,27 +298,33 @@ pub fn gemm_k_q8_k(
     out: &mut [f32],
 ) {
     let rows = x.len() / x_row.max(1);
-    if rows == 0 {
-        return;
-    }
-    let n_w = out.len() / rows;
-    let w_row = (x_row / Q8_K_BYTES) * wb_len;
     let tiles = rows / 4 * 4;
-    for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
-        for r0 in (0..tiles).step_by(4) {
-            let xs = Rows4 {
-                x: core::array::from_fn(|k| &x[(r0 + k) * x_row..(r0 + k + 1) * x_row]),
-            };
-            let v = match wb_len {
-                Q6_K_BYTES => q6_k_row4(wr, &xs),
-                _ => q45_k_row4(wr, wb_len, &xs),
-            };
-            for (k, y) in v.into_iter().enumerate() {
-                out[(r0 + k) * n_w + o] = y;
+    if tiles > 0 {
+        let n_w = out.len() / rows;
+        let w_row = (x_row / Q8_K_BYTES) * wb_len;
+        for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
+            for r0 in (0..tiles).step_by(4) {
+                let xs = Rows4 {
+                    x: core::array::from_fn(|k| &x[(r0 + k) * x_row..(r0 + k + 1) * x_row]),
+                };
+                let v = match wb_len {
+                    Q6_K_BYTES => q6_k_row4(wr, &xs),
+                    _ => q45_k_row4(wr, wb_len, &xs),
+                };
+                for (k, y) in v.into_iter().enumerate() {
+                    out[(r0 + k) * n_w + o] = y;
+                }
             }
         }
-        for r in tiles..rows {
-            out[r * n_w + o] = dot(wr, &x[r * x_row..(r + 1) * x_row]);
-        }
     }
+    // The rows outside the tiles, one at a time.
+    let n_w = out.len() / rows.max(1);
+    super::scalar::gemm_k_q8_k(
+        dot,
+        wb_len,
+        w,
+        &x[tiles * x_row..],
+        x_row,
+        &mut out[tiles * n_w..],
+    );
 }
