@@ -103,6 +103,12 @@ async function load(source, label) {
       `${info.layers} layers, vocabulary ${info.vocabSize} (${info.tokenizer}), ` +
       `${info.chatTemplate ? "its own chat template" : "the Gemma chat format"} — loaded in ${((performance.now() - t0) / 1e3).toFixed(2)} s`;
     $("stat-memory").textContent = mib(info.memoryBytes);
+    // A file without a chat template is usually a pretrained (base) model — the default Gemma 3
+    // 270M is one — which continues text rather than answering; say so where the chat is.
+    $("chat-hint").hidden = info.chatTemplate;
+    $("chat-hint").textContent = "This file has no chat template, so it is probably a base (pretrained) model: " +
+      "turns use the Gemma format, and replies may just continue the text (llama.cpp gives the same). " +
+      "For a real chat, load an instruction-tuned GGUF (e.g. Gemma 3 270M IT, Qwen2.5 0.5B Instruct, SmolLM2 Instruct) — or try the Completion tab.";
     ui.model = label;
     await chat.restore();
     ui.refresh();

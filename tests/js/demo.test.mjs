@@ -140,6 +140,7 @@ test("chat: llama.cpp's reply, later turns from the cache, Stop, Regenerate, a r
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`${base}/www/index.html?model=${QWEN}&temperature=0&maxTokens=16&build=simd`);
   await page.waitForSelector("#send:not([disabled])", { timeout: 60_000 });
+  assert.equal(await page.locator("#chat-hint").isHidden(), true, "a file with a chat template gets no base-model hint");
   await page.click("#system-box summary");
   await page.fill("#system", "You are a helpful assistant.");
   // Turn 1 is the fixture's chat prompt: llama.cpp's greedy reply, token for token.
