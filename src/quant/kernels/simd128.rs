@@ -710,9 +710,64 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
             o += 4;
         }
         for (k, yo) in y.iter_mut().enumerate().skip(o) {
-            *yo = vec_dot_q8_0_q8_0(&w[k * w_row..(k + 1) * w_row], x);
+            // SAFETY: row `k < n_w` lies inside `w`; `x` and `dx` hold the row's `nb` blocks.
+            *yo = unsafe { q8_0_row1(w.as_ptr().add(k * w_row), nb, x.as_ptr(), dx.as_ptr()) };
         }
     }
+}
+
+/// One Q8_0 weight row against one prepared activation row (its scales `dx` already f32): the
+/// order of `scalar::vec_dot_q8_0_q8_0`, lane `l` taking blocks `4k + l`; a row with an inf/NaN
+/// weight scale goes to the twin.
+///
+/// # Safety
+/// `w` must hold `nb` Q8_0 blocks, `x` `nb` Q8_0 blocks and `dx` their `nb` scales.
+#[inline(always)]
+unsafe fn q8_0_row1(w: *const u8, nb: usize, x: *const u8, dx: *const f32) -> f32 {
+    let block = |b: usize| {
+        let (wb, xb) = (w.add(b * Q8_BYTES), x.add(b * Q8_BYTES));
+        i32x4_add(
+            dot_i8x16(
+                v128_load(wb.add(2) as *const v128),
+                v128_load(xb.add(2) as *const v128),
+            ),
+            dot_i8x16(
+                v128_load(wb.add(18) as *const v128),
+                v128_load(xb.add(18) as *const v128),
+            ),
+        )
+    };
+    let mut acc = f32x4_splat(0.0);
+    let mut special = i32x4_splat(0);
+    let mut b = 0;
+    while b + 4 <= nb {
+        let isum = hsum4_i32(block(b), block(b + 1), block(b + 2), block(b + 3));
+        let scale = f32x4_mul(
+            q4_0_scales4(w.add(b * Q8_BYTES), Q8_BYTES, &mut special),
+            v128_load(dx.add(b) as *const v128),
+        );
+        acc = f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)));
+        b += 4;
+    }
+    let (ws, xs) = (
+        core::slice::from_raw_parts(w, nb * Q8_BYTES),
+        core::slice::from_raw_parts(x, nb * Q8_BYTES),
+    );
+    if v128_any_true(special) {
+        return super::scalar::vec_dot_q8_0_q8_0(ws, xs);
+    }
+    let mut lanes = [
+        f32x4_extract_lane::<0>(acc),
+        f32x4_extract_lane::<1>(acc),
+        f32x4_extract_lane::<2>(acc),
+        f32x4_extract_lane::<3>(acc),
+    ];
+    for (lane, b) in (b..nb).enumerate() {
+        let v = block(b);
+        let isum = i32x4_extract_lane::<0>(hsum4_i32(v, v, v, v));
+        lanes[lane] += read_f16(&ws[b * Q8_BYTES..]) * *dx.add(b) * isum as f32;
+    }
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
 /// Four Q8_0 weight rows (`w`, `w + w_row`, …) against one prepared activation row: each
