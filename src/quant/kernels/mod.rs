@@ -43,9 +43,9 @@ pub use simd128::{
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use relaxed::{gemm_q4_0_q8_0, vec_dot_q4_0_q8_0};
+pub use relaxed::{gemm_q4_0_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0};
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use simd128::{gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
+pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 
 /// Which kernel family this build runs: `"scalar"`, `"simd128"` or `"relaxed-simd"`.
 pub const KERNELS: &str = if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {

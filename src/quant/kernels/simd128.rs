@@ -651,6 +651,21 @@ unsafe fn q8_0_row4(
 /// `out[r·n_w + o] = w_o · x_r` for Q8_0 weight rows (see `scalar::gemm_q8_0_q8_0`, whose bits
 /// this reproduces): activation rows in tiles of four per weight row, the rest one at a time.
 pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    // SAFETY: `gemm_q8_0_with` passes a weight row inside `w` and activation row `r`.
+    gemm_q8_0_with(w, act, out, |wr, nb, r| unsafe {
+        q8_0_row1(wr, nb, act.q8_row(r).as_ptr(), act.dx()[r * nb..].as_ptr())
+    })
+}
+
+/// [`gemm_q8_0_q8_0`] with the one-row kernel of large matrices given: `row1(w, nb, r)` is weight
+/// row `w` (`nb` blocks) against activation row `r`, with [`q8_0_row1`]'s bits.
+#[inline(always)]
+pub(crate) fn gemm_q8_0_with(
+    w: &[u8],
+    act: &Q8Act,
+    out: &mut [f32],
+    row1: impl Fn(*const u8, usize, usize) -> f32,
+) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
         out.fill(0.0);
@@ -710,8 +725,8 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
             o += 4;
         }
         for (k, yo) in y.iter_mut().enumerate().skip(o) {
-            // SAFETY: row `k < n_w` lies inside `w`; `x` and `dx` hold the row's `nb` blocks.
-            *yo = unsafe { q8_0_row1(w.as_ptr().add(k * w_row), nb, x.as_ptr(), dx.as_ptr()) };
+            // SAFETY (for `row1`): row `k < n_w` lies inside `w`.
+            *yo = row1(unsafe { w.as_ptr().add(k * w_row) }, nb, r);
         }
     }
 }
@@ -737,6 +752,21 @@ unsafe fn q8_0_row1(w: *const u8, nb: usize, x: *const u8, dx: *const f32) -> f3
             ),
         )
     };
+    q8_0_row1_with(block, w, nb, x, dx)
+}
+
+/// [`q8_0_row1`] with the exact block sums from `block(b)` (four i32 partials of block `b`).
+///
+/// # Safety
+/// As [`q8_0_row1`].
+#[inline(always)]
+pub(crate) unsafe fn q8_0_row1_with(
+    block: impl Fn(usize) -> v128,
+    w: *const u8,
+    nb: usize,
+    x: *const u8,
+    dx: *const f32,
+) -> f32 {
     let mut acc = f32x4_splat(0.0);
     let mut special = i32x4_splat(0);
     let mut b = 0;
