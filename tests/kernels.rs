@@ -309,8 +309,8 @@ fn k_gemm_tiles_equal_scalar_twin_bit_for_bit() {
             let w = random_mix_blocks(&mut rng, dtype, n_w * blocks);
             let bb = dtype.block_bytes();
             let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
-            kernels::gemm_k_q8_k(dot, bb, &w, &x, x_row, &mut a);
-            scalar::gemm_k_q8_k(dot, bb, &w, &x, x_row, &mut b);
+            kernels::gemm_k_q8_k(dtype, &w, &x, x_row, &mut a);
+            scalar::gemm_k_q8_k(dtype, &w, &x, x_row, &mut b);
             for (i, (p, q)) in a.iter().zip(&b).enumerate() {
                 assert_eq!(
                     canonical_bits(*p),

@@ -29,7 +29,14 @@ pub struct Q8Act {
     sx8: Vec<i32>,
     /// `[blocks][rows]` the same sums, block-major (four rows' sums load at once).
     sx8_t: Vec<i32>,
+    /// `[rows][blocks][2][32]` each block's quants as `max(q, 0)` then `max(−q, 0)`, both in
+    /// 0..=127 (the quantizer never writes −128): the 7-bit operands the relaxed Q8_0 dot
+    /// takes. Filled only in relaxed-SIMD builds, the one reader.
+    split: Vec<u8>,
 }
+
+/// Whether this build reads [`Q8Act`]'s sign-split quants.
+const SPLIT: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
 // The tables are read by the SIMD kernels only; the scalar twin reads the Q8_0 rows.
 #[cfg_attr(
@@ -55,6 +62,9 @@ impl Q8Act {
         grow(&mut self.dx_t, nb)?;
         grow(&mut self.sx8, nb)?;
         grow(&mut self.sx8_t, nb)?;
+        if SPLIT {
+            grow(&mut self.split, nb * 2 * QK)?;
+        }
         self.rows = rows;
         self.blocks = blocks;
         for (r, xr) in x.chunks_exact(n_in).enumerate() {
@@ -67,6 +77,14 @@ impl Q8Act {
                 let sum: i32 = xb[2..].iter().map(|&q| (q as i8) as i32).sum();
                 self.sx8[r * blocks + b] = 8 * sum;
                 self.sx8_t[b * rows + r] = 8 * sum;
+                if SPLIT {
+                    let at = (r * blocks + b) * 2 * QK;
+                    let (pos, neg) = self.split[at..at + 2 * QK].split_at_mut(QK);
+                    for ((p, n), &q) in pos.iter_mut().zip(neg).zip(&xb[2..]) {
+                        let q = (q as i8).max(-127);
+                        (*p, *n) = (q.max(0) as u8, (-q).max(0) as u8);
+                    }
+                }
             }
         }
         Ok(())
@@ -109,5 +127,13 @@ impl Q8Act {
 
     pub(crate) fn sx8_t(&self) -> &[i32] {
         &self.sx8_t[..self.rows * self.blocks]
+    }
+
+    /// Row `r`'s sign-split quants (relaxed-SIMD builds): 64 bytes a block, `max(q, 0)` then
+    /// `max(−q, 0)`.
+    #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+    pub(crate) fn split_row(&self, r: usize) -> &[u8] {
+        let n = self.blocks * 2 * QK;
+        &self.split[r * n..(r + 1) * n]
     }
 }

@@ -115,6 +115,7 @@ pub fn matmul_many(
             *job = Job {
                 bytes: w.quantized_bytes()?,
                 rows: n_out,
+                w_row: w.dtype().storage_bytes(n_in)?,
                 dtype: w.dtype(),
                 dot: fused.dot,
             };
@@ -147,6 +148,8 @@ const MAX_MANY: usize = 4;
 struct Job<'a> {
     bytes: &'a [u8],
     rows: usize,
+    /// Bytes per weight row.
+    w_row: usize,
     dtype: DType,
     dot: fn(&[u8], &[u8]) -> f32,
 }
@@ -156,6 +159,7 @@ impl Default for Job<'_> {
         Job {
             bytes: &[],
             rows: 0,
+            w_row: 0,
             dtype: DType::Q4_0,
             dot: kernels::vec_dot_q4_0_q8_0,
         }
@@ -224,15 +228,12 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
             return
         }
         (DType::Q4_K | DType::Q5_K | DType::Q6_K, Acts::Rows { bytes, row_bytes }) => {
-            let w = &w[..width * (job.bytes.len() / job.rows.max(1))];
-            let wb_len = job.dtype.block_bytes();
-            return kernels::gemm_k_q8_k(job.dot, wb_len, w, bytes, *row_bytes, block);
+            return kernels::gemm_k_q8_k(job.dtype, w, bytes, *row_bytes, block);
         }
         _ => {}
     }
     let rows = acts.rows();
-    let w_row = job.bytes.len() / job.rows.max(1);
-    for (o, wr) in w.chunks_exact(w_row.max(1)).take(width).enumerate() {
+    for (o, wr) in w.chunks_exact(job.w_row.max(1)).take(width).enumerate() {
         for r in 0..rows {
             block[r * width + o] = (job.dot)(wr, acts.row(r));
         }
@@ -271,13 +272,12 @@ fn run_jobs(
     outs: &mut [&mut [f32]],
 ) -> Result<()> {
     let rows = acts.rows();
-    let w_row = |j: &Job| j.bytes.len() / j.rows.max(1);
     let total: usize = jobs.iter().map(|j| j.rows).sum();
     let chunk = chunk_rows(total, jobs.iter().map(|j| j.rows).max().unwrap_or(1));
     if let ([job], [out], 1) = (jobs, &mut *outs, rows) {
         parallel::for_each_chunk_mut(out, chunk, |c, o| {
             let width = o.len();
-            job_block(job, &job.bytes[c * chunk * w_row(job)..], acts, o, width);
+            job_block(job, &job.bytes[c * chunk * job.w_row..], acts, o, width);
         });
         return Ok(());
     }
@@ -303,7 +303,7 @@ fn run_jobs(
     parallel::for_each_chunk_mut(&mut blocks[..len], chunk * rows, |c, block| {
         let (m, j, width) = locate(c);
         let job = &jobs[m];
-        let w = &job.bytes[j * chunk * w_row(job)..];
+        let w = &job.bytes[j * chunk * job.w_row..];
         job_block(job, w, acts, &mut block[..width * rows], width);
     });
     for (c, block) in blocks[..len].chunks_exact(chunk * rows).enumerate() {

@@ -45,67 +45,33 @@ pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 }
 
 /// `out[r·n_w + o] = w_o · x_r` for Q8_0 weights (see `scalar::gemm_q8_0_q8_0`, same bits). Large
-/// matrices (a Q8_0 LM head) take the relaxed dot: each activation row is split once into
-/// `x⁺ = max(x, 0)` and `x⁻ = max(−x, 0)`, both in 0..=127 (the Q8_0 quantizer never writes
-/// −128), so `Σ w·x = dot(w, x⁺) − dot(w, x⁻)` is exact with two deterministic relaxed dots per
-/// sixteen bytes.
+/// matrices (a Q8_0 LM head) take the relaxed dot over the activation's sign-split quants
+/// (`Q8Act::split_row`: `x⁺ = max(x, 0)`, `x⁻ = max(−x, 0)`, both 7-bit), so
+/// `Σ w·x = dot(w, x⁺) − dot(w, x⁻)` is exact with two deterministic relaxed dots per sixteen
+/// bytes.
 pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let nb = act.blocks();
-    // Only the rows outside the four-row tiles take the one-row kernel.
-    let tiles = act.rows() / 4 * 4;
-    let split: Vec<(Vec<u8>, Vec<u8>)> = (tiles..act.rows())
-        .map(|r| split_signs(act.q8_row(r)))
-        .collect();
-    gemm_q8_0_with(w, act, out, |wr, nb_, r| {
-        let (xp, xn) = (&split[r - tiles].0, &split[r - tiles].1);
+    gemm_q8_0_with(w, act, out, |wr, r| {
+        let split = act.split_row(r).as_ptr();
         let z = i32x4_splat(0);
         let block = |b: usize| {
-            // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks; `xp`/`xn` hold 32
-            // bytes per block.
-            let (wb, p, n) = unsafe {
-                (
-                    wr.add(b * Q8_BYTES),
-                    xp.as_ptr().add(32 * b),
-                    xn.as_ptr().add(32 * b),
-                )
-            };
-            let (w0, w1) = unsafe {
-                (
+            // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks, and the split row
+            // holds 64 bytes per block.
+            unsafe {
+                let (wb, s) = (wr.add(b * Q8_BYTES), split.add(64 * b));
+                let (w0, w1) = (
                     v128_load(wb.add(2) as *const v128),
                     v128_load(wb.add(18) as *const v128),
-                )
-            };
-            let dot = |q: *const u8| unsafe {
-                let lo = i32x4_relaxed_dot_i8x16_i7x16_add(w0, v128_load(q as *const v128), z);
-                i32x4_relaxed_dot_i8x16_i7x16_add(w1, v128_load(q.add(16) as *const v128), lo)
-            };
-            i32x4_sub(dot(p), dot(n))
+                );
+                let dot = |q: *const u8| {
+                    let lo = i32x4_relaxed_dot_i8x16_i7x16_add(w0, v128_load(q as *const v128), z);
+                    i32x4_relaxed_dot_i8x16_i7x16_add(w1, v128_load(q.add(16) as *const v128), lo)
+                };
+                i32x4_sub(dot(s), dot(s.add(32)))
+            }
         };
-        let x = act.q8_row(r);
-        // SAFETY: as above; `x` and the scale table hold the row's `nb` blocks.
-        unsafe {
-            q8_0_row1_with(
-                block,
-                wr,
-                nb_.min(nb),
-                x.as_ptr(),
-                act.dx()[r * nb..].as_ptr(),
-            )
-        }
+        let x = act.q8_row(r).as_ptr();
+        // SAFETY: as above; the row's `nb` blocks and scales come from `act`.
+        unsafe { q8_0_row1_with(block, wr, nb, x, act.dx()[r * nb..].as_ptr()) }
     })
-}
-
-/// The quants of Q8_0 blocks as `(max(q, 0), max(−q, 0))`, 32 bytes a block each.
-fn split_signs(row: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let q = row
-        .chunks_exact(Q8_BYTES)
-        .flat_map(|b| &b[2..])
-        .map(|&v| v as i8);
-    q.map(|v| {
-        (
-            (v.max(0)) as u8,
-            (v.max(-127).saturating_neg().max(0)) as u8,
-        )
-    })
-    .unzip()
 }

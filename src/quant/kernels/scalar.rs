@@ -89,10 +89,22 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     }
 }
 
-/// `out[r·n_w + o] = w_o · x_r` for K-format weight rows (`wb_len` bytes a super-block, `dot`
-/// their one-row dot) against `rows` Q8_K activation rows of `x_row` bytes: the reference for the
-/// four-row SIMD tiles (same bits).
-pub fn gemm_k_q8_k(
+/// `out[r·n_w + o] = w_o · x_r` for Q4_K, Q5_K or Q6_K (`dtype`) weight rows against `rows`
+/// Q8_K activation rows of `x_row` bytes: the reference for the four-row SIMD tiles (same
+/// bits). Any other `dtype` writes nothing.
+pub fn gemm_k_q8_k(dtype: DType, w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    let dot = match dtype {
+        DType::Q4_K => vec_dot_q4_k_q8_k,
+        DType::Q5_K => vec_dot_q5_k_q8_k,
+        DType::Q6_K => vec_dot_q6_k_q8_k,
+        _ => return,
+    };
+    k_rows_one_by_one(dot, dtype.block_bytes(), w, x, x_row, out);
+}
+
+/// `out[r·n_w + o] = dot(w_o, x_r)` for K-format weight rows of `wb_len`-byte super-blocks, one
+/// pair at a time (the SIMD tiles use it for the rows outside their fours).
+pub(crate) fn k_rows_one_by_one(
     dot: fn(&[u8], &[u8]) -> f32,
     wb_len: usize,
     w: &[u8],

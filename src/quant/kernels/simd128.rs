@@ -651,20 +651,22 @@ unsafe fn q8_0_row4(
 /// `out[r·n_w + o] = w_o · x_r` for Q8_0 weight rows (see `scalar::gemm_q8_0_q8_0`, whose bits
 /// this reproduces): activation rows in tiles of four per weight row, the rest one at a time.
 pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
-    // SAFETY: `gemm_q8_0_with` passes a weight row inside `w` and activation row `r`.
-    gemm_q8_0_with(w, act, out, |wr, nb, r| unsafe {
+    let nb = act.blocks();
+    // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks inside `w` and an activation
+    // row `r` of `act`, whose blocks and scales `q8_row` / `dx` hold.
+    gemm_q8_0_with(w, act, out, |wr, r| unsafe {
         q8_0_row1(wr, nb, act.q8_row(r).as_ptr(), act.dx()[r * nb..].as_ptr())
     })
 }
 
-/// [`gemm_q8_0_q8_0`] with the one-row kernel of large matrices given: `row1(w, nb, r)` is weight
-/// row `w` (`nb` blocks) against activation row `r`, with [`q8_0_row1`]'s bits.
+/// [`gemm_q8_0_q8_0`] with the one-row kernel of large matrices given: `row1(w, r)` is weight
+/// row `w` (`act.blocks()` blocks) against activation row `r`, with [`q8_0_row1`]'s bits.
 #[inline(always)]
 pub(crate) fn gemm_q8_0_with(
     w: &[u8],
     act: &Q8Act,
     out: &mut [f32],
-    row1: impl Fn(*const u8, usize, usize) -> f32,
+    row1: impl Fn(*const u8, usize) -> f32,
 ) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
@@ -726,7 +728,7 @@ pub(crate) fn gemm_q8_0_with(
         }
         for (k, yo) in y.iter_mut().enumerate().skip(o) {
             // SAFETY (for `row1`): row `k < n_w` lies inside `w`.
-            *yo = row1(unsafe { w.as_ptr().add(k * w_row) }, nb, r);
+            *yo = row1(unsafe { w.as_ptr().add(k * w_row) }, r);
         }
     }
 }

@@ -286,45 +286,34 @@ fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
     lanes(sum)
 }
 
-/// `out[r·n_w + o] = w_o · x_r` for `n_w = out.len() / rows` K-format (`wb_len` bytes a block)
-/// weight rows against `rows` Q8_K activation rows of `x_row` bytes in `x`: rows in tiles of
-/// four, the rest one at a time (see `scalar::gemm_k_q8_k`, whose bits this reproduces).
-pub fn gemm_k_q8_k(
-    dot: fn(&[u8], &[u8]) -> f32,
-    wb_len: usize,
-    w: &[u8],
-    x: &[u8],
-    x_row: usize,
-    out: &mut [f32],
-) {
+/// `out[r·n_w + o] = w_o · x_r` for `n_w = out.len() / rows` Q4_K, Q5_K or Q6_K (`dtype`) weight
+/// rows against `rows` Q8_K activation rows of `x_row` bytes in `x`: rows in tiles of four, the
+/// rest one at a time (see `scalar::gemm_k_q8_k`, whose bits this reproduces). Any other
+/// `dtype` writes nothing.
+pub fn gemm_k_q8_k(dtype: DType, w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    let (dot, row4): (Dot, Row4) = match dtype {
+        DType::Q4_K => (vec_dot_q4_k_q8_k, |w, x| q45_k_row4(w, Q4_K_BYTES, x)),
+        DType::Q5_K => (vec_dot_q5_k_q8_k, |w, x| q45_k_row4(w, Q5_K_BYTES, x)),
+        DType::Q6_K => (vec_dot_q6_k_q8_k, q6_k_row4),
+        _ => return,
+    };
     let rows = x.len() / x_row.max(1);
     let tiles = rows / 4 * 4;
-    if tiles > 0 {
-        let n_w = out.len() / rows;
-        let w_row = (x_row / Q8_K_BYTES) * wb_len;
-        for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
-            for r0 in (0..tiles).step_by(4) {
-                let xs = Rows4 {
-                    x: core::array::from_fn(|k| &x[(r0 + k) * x_row..(r0 + k + 1) * x_row]),
-                };
-                let v = match wb_len {
-                    Q6_K_BYTES => q6_k_row4(wr, &xs),
-                    _ => q45_k_row4(wr, wb_len, &xs),
-                };
-                for (k, y) in v.into_iter().enumerate() {
-                    out[(r0 + k) * n_w + o] = y;
-                }
+    let n_w = out.len() / rows.max(1);
+    let w_row = (x_row / Q8_K_BYTES) * dtype.block_bytes();
+    for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
+        for r0 in (0..tiles).step_by(4) {
+            let xs = Rows4 {
+                x: core::array::from_fn(|k| &x[(r0 + k) * x_row..(r0 + k + 1) * x_row]),
+            };
+            for (k, y) in row4(wr, &xs).into_iter().enumerate() {
+                out[(r0 + k) * n_w + o] = y;
             }
         }
     }
-    // The rows outside the tiles, one at a time.
-    let n_w = out.len() / rows.max(1);
-    super::scalar::gemm_k_q8_k(
-        dot,
-        wb_len,
-        w,
-        &x[tiles * x_row..],
-        x_row,
-        &mut out[tiles * n_w..],
-    );
+    let (x, out) = (&x[tiles * x_row..], &mut out[tiles * n_w..]);
+    super::scalar::k_rows_one_by_one(dot, dtype.block_bytes(), w, x, x_row, out);
 }
+
+type Dot = fn(&[u8], &[u8]) -> f32;
+type Row4 = fn(&[u8], &Rows4) -> [f32; 4];
