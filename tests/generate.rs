@@ -144,7 +144,7 @@ fn stop_strings_end_the_text_before_them_and_are_never_streamed() {
     let model = Model::load(GEMMA.to_vec()).unwrap();
     let ids = model.tokenizer().encode("Hello world", true, true);
     let mut s = model.session(128).unwrap();
-    let (tokens, pieces, finish, _) = run(&model, &mut s, &ids, greedy(40, &[]));
+    let (_, pieces, finish, _) = run(&model, &mut s, &ids, greedy(40, &[]));
     assert_eq!(
         finish,
         Finish::MaxTokens,
