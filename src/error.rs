@@ -113,6 +113,15 @@ pub enum Error {
     #[error("invalid GGUF at byte {offset}: {reason}")]
     InvalidGguf { offset: u64, reason: String },
 
+    /// A Tesseract `.traineddata` file is malformed, truncated or of a kind this crate cannot
+    /// run; `offset` is the file byte where reading failed.
+    #[error("invalid traineddata at byte {offset}: {reason}")]
+    InvalidTraineddata { offset: u64, reason: String },
+
+    /// An image given to the OCR is empty, inconsistent with its stated size, or undecodable.
+    #[error("invalid image: {reason}")]
+    InvalidImage { reason: String },
+
     /// A metadata key or tensor the model needs is missing or has the wrong type.
     #[error("missing or mistyped GGUF entry {key:?}: {reason}")]
     MissingMetadata { key: String, reason: String },

@@ -31,6 +31,7 @@ pub mod dtype;
 pub mod error;
 pub mod gguf;
 pub mod model;
+pub mod ocr;
 pub mod ops;
 mod parallel;
 pub mod quant;

@@ -8,6 +8,7 @@
 //! kopitiam generate MODEL.gguf TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //!                                   [--min-p P] [--repeat-penalty R] [--seed S] [--chat] [--json]
 //! kopitiam quantize IN.gguf OUT.gguf [--type q4_0]
+//! kopitiam ocr      MODEL.traineddata IMAGE.png [--page | --raw | --frames] [--json]
 //! ```
 
 use std::io::Write;
@@ -33,7 +34,11 @@ const USAGE: &str = "usage:
   kopitiam eval     MODEL.gguf TEXT [--top K]
   kopitiam generate MODEL.gguf TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
                     [--min-p P] [--repeat-penalty R] [--seed S] [--context N] [--chat] [--json]
-  kopitiam quantize IN.gguf OUT.gguf [--type q4_0]";
+  kopitiam quantize IN.gguf OUT.gguf [--type q4_0]
+  kopitiam ocr      MODEL.traineddata IMAGE.png [--page | --raw | --frames] [--json]
+                    (prints the line's text and nothing else; --page reads a simple page,
+                    --raw takes the whole image as the line, like tesseract --psm 13;
+                    --frames prints each output frame's choices above 1% for that line)";
 
 /// Positional arguments and `--flag [value]` options.
 struct Args {
@@ -43,7 +48,7 @@ struct Args {
 
 impl Args {
     fn parse(raw: impl Iterator<Item = String>) -> Args {
-        const SWITCHES: [&str; 3] = ["--json", "--chat", "--plain"];
+        const SWITCHES: [&str; 6] = ["--json", "--chat", "--plain", "--page", "--raw", "--frames"];
         let mut positional = Vec::new();
         let mut options = Vec::new();
         let mut raw = raw.peekable();
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
         "eval" => eval(&args),
         "generate" => generate(&args),
         "quantize" => quantize(&args),
+        "ocr" => ocr(&args),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())
@@ -382,4 +388,73 @@ fn decode_row(dtype: DType, bytes: &[u8], out: &mut [f32]) -> kopitiam_wasm::Res
         }
         d => quant::dequantize_row(d, bytes, out),
     }
+}
+
+/// `kopitiam ocr`: the recognised text (a line, or with `--page` the lines of a simple page).
+fn ocr(args: &Args) -> CliResult<()> {
+    use kopitiam_wasm::ocr::{GreyImage, Recognizer};
+    let (model_path, image_path) = (args.pos(0, "MODEL.traineddata")?, args.pos(1, "IMAGE.png")?);
+    let model = std::fs::read(model_path).map_err(|e| format!("{model_path}: {e}"))?;
+    let recognizer =
+        Recognizer::from_bytes(&model).map_err(|e| format!("{model_path}: {}", coded(e)))?;
+    let png = std::fs::read(image_path).map_err(|e| format!("{image_path}: {e}"))?;
+    let image = GreyImage::from_png(&png).map_err(|e| format!("{image_path}: {}", coded(e)))?;
+    if args.flag("--frames") {
+        return print_frames(&recognizer, &image);
+    }
+    let lines = if args.flag("--page") {
+        recognizer.recognize_page(&image).map_err(coded)?.lines
+    } else if args.flag("--raw") {
+        vec![recognizer.recognize_raw_line(&image).map_err(coded)?]
+    } else {
+        vec![recognizer.recognize_line(&image).map_err(coded)?]
+    };
+    if args.flag("--json") {
+        let lines: Vec<_> = lines
+            .iter()
+            .map(|l| {
+                let chars: Vec<_> = l.chars.iter().map(|c| json!({"text": c.text, "confidence": c.confidence, "x0": c.x0, "x1": c.x1})).collect();
+                json!({"text": l.text, "confidence": l.confidence, "bbox": [l.bbox.0, l.bbox.1, l.bbox.2, l.bbox.3], "chars": chars})
+            })
+            .collect();
+        println!("{}", json!({ "lines": lines }));
+    } else {
+        for l in &lines {
+            println!("{}", l.text);
+        }
+    }
+    Ok(())
+}
+
+/// `ocr --frames`: per output frame of the whole image read as one line, the codes whose
+/// probability rounds to at least 1 %, as `frame text:percent …` (blank shown as `_`).
+fn print_frames(
+    recognizer: &kopitiam_wasm::ocr::Recognizer,
+    image: &kopitiam_wasm::ocr::GreyImage,
+) -> CliResult<()> {
+    let probs = recognizer.raw_line_probabilities(image).map_err(coded)?;
+    let codes = probs.dims()[1];
+    for (t, frame) in probs
+        .to_vec_f32()
+        .map_err(coded)?
+        .chunks_exact(codes)
+        .enumerate()
+    {
+        let mut order: Vec<usize> = (0..codes).collect();
+        order.sort_by(|&a, &b| frame[b].total_cmp(&frame[a]));
+        let shown: Vec<String> = order
+            .iter()
+            .take_while(|&&c| (frame[c] * 100.0).round() >= 1.0)
+            .map(|&c| {
+                let text = recognizer.code_text(c as u32);
+                format!(
+                    "{}:{:.3}",
+                    if text.is_empty() { "_" } else { text },
+                    frame[c] * 100.0
+                )
+            })
+            .collect();
+        println!("{t} {}", shown.join(" "));
+    }
+    Ok(())
 }

@@ -18,8 +18,8 @@ export type Ids = readonly number[] | Uint32Array;
 export type ErrorCode = "ShapeMismatch" | "NotBroadcastable" | "DTypeMismatch" | "UnsupportedDType"
   | "QuantizedElementAccess" | "PartialQuantizedBlock" | "StorageTooSmall" | "LengthMismatch"
   | "AxisOutOfRange" | "NarrowOutOfRange" | "IndexOutOfRange" | "SizeOverflow"
-  | "AllocationFailed" | "InvalidArgument" | "InvalidGguf" | "MissingMetadata"
-  | "UnsupportedModel" | "ContextFull" | "InvalidSession" | "SessionMismatch"
+  | "AllocationFailed" | "InvalidArgument" | "InvalidGguf" | "InvalidTraineddata" | "InvalidImage"
+  | "MissingMetadata" | "UnsupportedModel" | "ContextFull" | "InvalidSession" | "SessionMismatch"
   | "Freed" | "NotInitialized" | "WasmTrap" | "UnsupportedEnvironment" | "NoModel" | "Aborted" | "HttpError"
   | "NetworkError" | "TruncatedDownload" | "WorkerCrashed" | "EngineDisposed";
 /** Errors thrown by kopitiam-wasm: `name` is "KopitiamError", `code` says what happened. */

@@ -1,4 +1,4 @@
-//! Data movement by index: embedding lookup (`gather_rows`) and `concat`.
+//! Data movement by index: embedding lookup (`gather_rows`), `concat` and `flip`.
 
 use crate::error::{Error, Result};
 use crate::quant;
@@ -140,4 +140,41 @@ fn concat_typed<T: Element + Default>(tensors: &[Tensor], dim: usize) -> Result<
         }
     }
     Ok(T::into_storage(out))
+}
+
+impl Tensor {
+    /// Reverses the order along `dim` (a copy: strides are unsigned, so there is no reversed
+    /// view). Any non-quantized dtype.
+    pub fn flip(&self, dim: usize) -> Result<Tensor> {
+        const OP: &str = "flip";
+        if dim >= self.rank() {
+            return Err(Error::AxisOutOfRange {
+                op: OP,
+                axis: dim,
+                rank: self.rank(),
+            });
+        }
+        let storage = match self.dtype() {
+            DType::F32 => self.flip_typed::<f32>(dim)?,
+            DType::F16 => self.flip_typed::<f16>(dim)?,
+            DType::BF16 => self.flip_typed::<bf16>(dim)?,
+            DType::I8 => self.flip_typed::<i8>(dim)?,
+            DType::I32 => self.flip_typed::<i32>(dim)?,
+            dtype => return Err(Error::QuantizedElementAccess { op: OP, dtype }),
+        };
+        Ok(Tensor::from_storage(storage, self.shape().clone()))
+    }
+
+    fn flip_typed<T: Element + Default>(&self, dim: usize) -> Result<Storage> {
+        let x = self.gather(T::slice(self.storage()).unwrap_or(&[]))?;
+        let d = self.dims()[dim];
+        let inner: usize = self.dims()[dim + 1..].iter().product();
+        let mut out = try_with_capacity(x.len())?;
+        for block in x.chunks_exact((d * inner).max(1)) {
+            for i in (0..d).rev() {
+                out.extend_from_slice(&block[i * inner..(i + 1) * inner]);
+            }
+        }
+        Ok(T::into_storage(out))
+    }
 }

@@ -8,13 +8,17 @@
 
 mod binary;
 mod index;
+mod int8;
 pub mod kernels;
+mod lut;
 mod matmul;
 mod nn;
 mod norm;
 mod reduce;
 mod unary;
 
+pub use int8::quantize_unit;
+pub use lut::{logistic_lut, tanh_lut};
 pub use nn::LstmState;
 pub use norm::rms_norm_row;
 pub use unary::gelu_tanh;

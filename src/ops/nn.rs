@@ -153,3 +153,145 @@ impl Tensor {
         Ok(Tensor::new_f32(out, Shape::from([rows, cols])))
     }
 }
+
+/// The element types the image-shaped ops below move (data movement and comparisons only).
+trait Pixel: crate::storage::Element + Default + PartialOrd {
+    /// A border value from the caller's `f64`.
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Pixel for f32 {
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+impl Pixel for i8 {
+    /// Rounded half away from zero and saturated, as Tesseract's `IntCastRounded`.
+    fn from_f64(v: f64) -> Self {
+        v.round().clamp(-128.0, 127.0) as i8
+    }
+}
+
+impl Tensor {
+    /// Stacks each position's neighbourhood into its features: `[h, w, c]` to
+    /// `[h, w, (2 half_w + 1) · (2 half_h + 1) · c]`, column offsets outer, row offsets inner
+    /// (Tesseract's `Convolve`, which a fully-connected layer then multiplies).
+    ///
+    /// Positions outside the image take `border()`, called once per element in output order
+    /// (Tesseract fills them from its seeded generator). f32 or i8; for i8 the value is rounded
+    /// half away from zero.
+    pub fn im2col_hw(
+        &self,
+        half_h: usize,
+        half_w: usize,
+        border: &mut dyn FnMut() -> f64,
+    ) -> Result<Tensor> {
+        match self.dtype() {
+            DType::F32 => self.im2col_typed::<f32>(half_h, half_w, border),
+            DType::I8 => self.im2col_typed::<i8>(half_h, half_w, border),
+            dtype => Err(Error::UnsupportedDType {
+                op: "im2col_hw",
+                dtype,
+            }),
+        }
+    }
+
+    fn im2col_typed<T: Pixel>(
+        &self,
+        half_h: usize,
+        half_w: usize,
+        border: &mut dyn FnMut() -> f64,
+    ) -> Result<Tensor> {
+        const OP: &str = "im2col_hw";
+        self.require_rank3(OP)?;
+        let (h, w, c) = (self.dims()[0], self.dims()[1], self.dims()[2]);
+        let (kh, kw) = (half_h.saturating_mul(2) + 1, half_w.saturating_mul(2) + 1);
+        let feat = [kh, kw, c]
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d));
+        let feat = feat.ok_or_else(|| Error::overflow(OP, &[kh, kw, c]))?;
+        let shape = Shape::from([h, w, feat]);
+        let x = self.gather(T::slice(self.storage()).unwrap_or(&[]))?;
+        let mut out = try_vec(shape.checked_elem_count()?, T::default())?;
+        let mut o = 0;
+        for y in 0..h {
+            for xx in 0..w {
+                for dx in 0..kw {
+                    let sx = (xx + dx).checked_sub(half_w).filter(|&v| v < w);
+                    for dy in 0..kh {
+                        let sy = (y + dy).checked_sub(half_h).filter(|&v| v < h);
+                        match (sy, sx) {
+                            (Some(sy), Some(sx)) => {
+                                let at = (sy * w + sx) * c;
+                                out[o..o + c].copy_from_slice(&x[at..at + c]);
+                            }
+                            _ => out[o..o + c]
+                                .iter_mut()
+                                .for_each(|v| *v = T::from_f64(border())),
+                        }
+                        o += c;
+                    }
+                }
+            }
+        }
+        Ok(Tensor::from_storage(T::into_storage(out), shape))
+    }
+
+    /// Max pooling of `[h, w, c]` over non-overlapping `kh × kw` windows to
+    /// `[h / kh, w / kw, c]` (remainders dropped, as Tesseract's `Maxpool`). f32 or i8.
+    pub fn maxpool2d(&self, kh: usize, kw: usize) -> Result<Tensor> {
+        match self.dtype() {
+            DType::F32 => self.maxpool2d_typed::<f32>(kh, kw),
+            DType::I8 => self.maxpool2d_typed::<i8>(kh, kw),
+            dtype => Err(Error::UnsupportedDType {
+                op: "maxpool2d",
+                dtype,
+            }),
+        }
+    }
+
+    fn maxpool2d_typed<T: Pixel>(&self, kh: usize, kw: usize) -> Result<Tensor> {
+        const OP: &str = "maxpool2d";
+        self.require_rank3(OP)?;
+        if kh == 0 || kw == 0 {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!("window {kh}x{kw}"),
+            });
+        }
+        let (h, w, c) = (self.dims()[0], self.dims()[1], self.dims()[2]);
+        let (oh, ow) = (h / kh, w / kw);
+        let x = self.gather(T::slice(self.storage()).unwrap_or(&[]))?;
+        // No overflow: the output is no larger than the input.
+        let mut out = try_vec(oh * ow * c, T::default())?;
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let dst = &mut out[(oy * ow + ox) * c..(oy * ow + ox + 1) * c];
+                let first = (oy * kh * w + ox * kw) * c;
+                dst.copy_from_slice(&x[first..first + c]);
+                for y in oy * kh..(oy + 1) * kh {
+                    for xx in ox * kw..(ox + 1) * kw {
+                        let src = &x[(y * w + xx) * c..(y * w + xx + 1) * c];
+                        for (d, &s) in dst.iter_mut().zip(src) {
+                            if s > *d {
+                                *d = s;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Tensor::from_storage(
+            T::into_storage(out),
+            Shape::from([oh, ow, c]),
+        ))
+    }
+
+    fn require_rank3(&self, op: &'static str) -> Result<()> {
+        if self.rank() != 3 {
+            return Err(Error::shape(op, "[height, width, channels]", self.shape()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,83 @@
+//! The integer linear layer of Tesseract's "fast" models: int8 activations against int8
+//! weights with a bias column, exact int32 sums, then one float scale per output.
+
+use crate::error::{Error, Result};
+use crate::quant::kernels::isum_i8;
+use crate::storage::try_vec;
+use crate::{DType, Shape, Tensor};
+
+/// Activations are quantized as `x · 127`, so the bias (an int8 weight like any other) is
+/// multiplied by the same 127 before it joins the integer sum.
+const UNIT: i32 = i8::MAX as i32;
+
+impl Tensor {
+    /// `y[r][o] = (Σ_j w[o][j] · x[r][j] + w[o][k] · 127) · scales[o]` for `self` = x `[m, k]`
+    /// i8, `weight` `[n, k + 1]` i8 (last column the bias) and `scales` `[n]` f32.
+    ///
+    /// The sum is an exact i32 (|w·x| ≤ 127², so up to 2^17 terms cannot overflow); it becomes
+    /// f32 once, then is multiplied by the row's scale — Tesseract's `MatrixDotVector` in
+    /// integer mode, bit for bit, whichever kernel (scalar or SIMD128) runs.
+    pub fn linear_i8(&self, weight: &Tensor, scales: &Tensor) -> Result<Tensor> {
+        const OP: &str = "linear_i8";
+        self.require_dtype(OP, DType::I8)?;
+        weight.require_dtype(OP, DType::I8)?;
+        scales.require_dtype(OP, DType::F32)?;
+        let ok = self.rank() == 2
+            && weight.rank() == 2
+            && weight.dims()[1] == self.dims()[1] + 1
+            && scales.dims() == [weight.dims()[0]]
+            && self.dims()[1] < 1 << 17;
+        if !ok {
+            return Err(Error::shape(
+                OP,
+                "x [m, k < 2^17], weight [n, k + 1], scales [n]",
+                format!(
+                    "x {}, weight {}, scales {}",
+                    self.shape(),
+                    weight.shape(),
+                    scales.shape()
+                ),
+            ));
+        }
+        let (m, k, n) = (self.dims()[0], self.dims()[1], weight.dims()[0]);
+        let x = self.to_vec_i8()?;
+        let w = weight.to_vec_i8()?;
+        let s = scales.to_vec_f32()?;
+        let shape = Shape::from([m, n]);
+        let mut out = try_vec(shape.checked_elem_count()?, 0.0f32)?;
+        for r in 0..m {
+            let xb = bytemuck::cast_slice::<i8, u8>(&x[r * k..(r + 1) * k]);
+            let yr = &mut out[r * n..(r + 1) * n];
+            for ((y, wr), &scale) in yr.iter_mut().zip(w.chunks_exact(k + 1)).zip(&s) {
+                let total = isum_i8(&wr[..k], xb) + wr[k] as i32 * UNIT;
+                *y = total as f32 * scale;
+            }
+        }
+        Ok(Tensor::new_f32(out, shape))
+    }
+
+    /// f32 in [-1, 1] to int8 the way Tesseract stores activations between integer layers:
+    /// `clamp(round(x · 127), -127, 127)`, rounding half away from zero (in f32, as its
+    /// `IntCastRounded` does).
+    pub fn quantize_unit_i8(&self) -> Result<Tensor> {
+        let a = self.f32_storage("quantize_unit_i8")?;
+        let out = self.map_rows(a, |x, y: &mut [i8]| {
+            for (y, &v) in y.iter_mut().zip(x) {
+                *y = quantize_unit(v);
+            }
+        })?;
+        Tensor::from_i8(out, self.shape().clone())
+    }
+}
+
+/// One value of [`Tensor::quantize_unit_i8`] (NaN becomes 0).
+#[inline]
+pub fn quantize_unit(v: f32) -> i8 {
+    let x = v * UNIT as f32;
+    let r = if x >= 0.0 {
+        (x + 0.5) as i32
+    } else {
+        -((-x + 0.5) as i32)
+    };
+    r.clamp(-UNIT, UNIT) as i8
+}
