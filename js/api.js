@@ -305,6 +305,27 @@ function bindNew(raw) {
   }
   defineGetters(Session, ["position", "capacity", "tokens"]);
 
+  // ---------------------------------------------------------------- OcrModel
+  const OcrModel = closedClass("OcrModel", "OcrModel.fromBytes(bytes)");
+  OcrModel.fromBytes = method(OcrModel, raw.OcrModel, "fromBytes", ["bytes"], text, (h) => wrap(OcrModel, h), true);
+  // The raw methods take (data, width, height); callers pass one image, checked here.
+  const pixels = { data: (op, name, v) => v, width: (op, name, v) => v, height: (op, name, v) => v };
+  for (const name of ["recognizeLine", "recognize"]) {
+    const inner = method(OcrModel, raw.OcrModel, name, ["data", "width", "height"], pixels);
+    OcrModel.prototype[name] = function (...args) {
+      const op = `OcrModel.${name}`;
+      let img;
+      try {
+        if (args.length !== 1) throw invalidArgument(op, `takes 1 argument (an image), got ${args.length}`);
+        img = check.image(op, "image", args[0]);
+      } catch (e) {
+        throw fromArguments(op, e);
+      }
+      return inner.call(this, img.data, img.width, img.height);
+    };
+  }
+  defineGetters(OcrModel, ["info"]);
+
   // ---------------------------------------------------------------- ModelLoader
   class ModelLoader {
     /** `totalBytes`: the file size when known, for one exact allocation. */
@@ -340,7 +361,7 @@ function bindNew(raw) {
 
   // ---------------------------------------------------------------- module functions
   const api = {
-    Tensor, GgufFile, Tokenizer, Model, Session, ModelLoader,
+    Tensor, GgufFile, Tokenizer, Model, Session, ModelLoader, OcrModel,
     /** `init(input?)`: instantiates the wasm (async); every other call needs it first. */
     default: async (input) => {
       const exports = await raw.default(input);

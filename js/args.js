@@ -159,3 +159,48 @@ export function messages(op, name, v) {
     return { role: string(op, `${name}[${i}].role`, m.role), content: string(op, `${name}[${i}].content`, m.content) };
   });
 }
+
+/** Tesseract's coordinates are 16-bit: wider or taller images cannot be read. */
+const MAX_IMAGE_SIDE = 32767;
+
+/**
+ * An image for the OCR: an `ImageData`, or `{ width, height, data }` with `data` RGBA (4 bytes a
+ * pixel, like `ImageData.data`) or 8-bit grey (1 byte a pixel) in a `Uint8Array` or
+ * `Uint8ClampedArray`. Returns a fresh `{ width, height, data: Uint8Array }`.
+ */
+export function image(op, name, v) {
+  if (typeof v !== "object" || v === null) {
+    throw invalidArgument(op, `${name} must be an ImageData or { width, height, data }, got ${describe(v)}`);
+  }
+  const width = integer(op, `${name}.width`, v.width, 1, MAX_IMAGE_SIDE);
+  const height = integer(op, `${name}.height`, v.height, 1, MAX_IMAGE_SIDE);
+  const data = v.data;
+  if (!(data instanceof Uint8Array || data instanceof Uint8ClampedArray)) {
+    throw invalidArgument(op, `${name}.data must be a Uint8ClampedArray or Uint8Array, got ${describe(data)}`);
+  }
+  const pixels = width * height;
+  if (data.length !== pixels * 4 && data.length !== pixels) {
+    throw invalidArgument(op, `${name}.data has ${data.length} bytes; a ${width}x${height} image needs ${pixels * 4} (RGBA) or ${pixels} (grey)`);
+  }
+  return { width, height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
+}
+
+/** A callback. */
+export function isFunction(op, name, v) {
+  if (typeof v !== "function") throw invalidArgument(op, `${name} must be a function, got ${describe(v)}`);
+  return v;
+}
+
+/** An `AbortSignal`. */
+export function isSignal(op, name, v) {
+  if (typeof AbortSignal === "undefined" || !(v instanceof AbortSignal)) {
+    throw invalidArgument(op, `${name} must be an AbortSignal, got ${describe(v)}`);
+  }
+  return v;
+}
+
+/** A worker script location: a string or a `URL`. */
+export function workerUrl(op, name, v) {
+  if (typeof v !== "string" && !(v instanceof URL)) throw invalidArgument(op, `${name} must be a string or URL, got ${describe(v)}`);
+  return v;
+}

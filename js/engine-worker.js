@@ -1,8 +1,9 @@
 // The engine's worker: owns the wasm instance, the model and its session (the KV cache that
 // later requests reuse). Messages are those of js/protocol.js.
 import { loadKopitiam } from "./loader.js";
-import { codedError, isKopitiamError } from "./errors.js";
+import { codedError } from "./errors.js";
 import * as protocol from "./protocol.js";
+import { openSource, serve } from "./worker-host.js";
 
 let kw = null;
 let env = null;
@@ -10,7 +11,6 @@ let model = null;
 /** The conversation's session, kept between requests; `contextSize` positions. */
 let session = null;
 let contextSize = 0;
-const controllers = new Map();
 /** The context a model gets when `loadModel` names none: the file's, up to this. */
 const DEFAULT_CONTEXT = 4096;
 
@@ -73,38 +73,16 @@ const handlers = {
 
   async load(msg, signal) {
     dropModel();
+    const source = await openSource(msg, signal);
     let loader;
-    let total = msg.total;
-    if (msg.buffer) {
-      loader = new kw.ModelLoader(msg.buffer.byteLength);
-      loader.push(new Uint8Array(msg.buffer));
-      postMessage(protocol.progress(msg.id, "download", msg.buffer.byteLength, msg.buffer.byteLength));
+    if (source.bytes) {
+      loader = new kw.ModelLoader(source.bytes.byteLength);
+      loader.push(source.bytes);
+      postMessage(protocol.progress(msg.id, "download", source.bytes.byteLength, source.bytes.byteLength));
     } else {
-      let stream = msg.stream;
-      if (msg.blob) {
-        stream = msg.blob.stream();
-        total = msg.blob.size;
-      } else if (msg.url) {
-        let response = null;
-        const cache = msg.cache && typeof caches !== "undefined" ? await caches.open("kopitiam-models") : null;
-        if (cache) response = await cache.match(msg.url);
-        if (!response) {
-          try {
-            response = await fetch(msg.url, { signal });
-          } catch (e) {
-            throw signal.aborted ? codedError("Aborted", "the download was aborted") : codedError("NetworkError", `${msg.url}: ${e.message}`);
-          }
-          if (!response.ok) throw codedError("HttpError", `${msg.url}: HTTP ${response.status} ${response.statusText}`);
-          if (cache) {
-            await cache.put(msg.url, response.clone()).catch(() => {});
-          }
-        }
-        total = Number(response.headers.get("content-length")) || undefined;
-        stream = response.body;
-      }
-      loader = new kw.ModelLoader(total);
+      loader = new kw.ModelLoader(source.total);
       try {
-        await readInto(loader, stream, total, msg.id, signal);
+        await readInto(loader, source.stream, source.total, msg.id, signal);
       } catch (e) {
         loader.free();
         throw e;
@@ -256,35 +234,4 @@ function fitMessages(messages, limit, enableThinking, shift) {
 
 /** Requests that use or replace the kept session run one after another (a generation yields
  * between tokens, so a second one would otherwise interleave with it); the rest run at once. */
-const SERIAL = new Set(["load", "generate", "resetContext", "saveSession", "loadSession", "dispose"]);
-let queue = Promise.resolve();
-
-function serially(run) {
-  const next = queue.then(run, run);
-  queue = next.catch(() => {});
-  return next;
-}
-
-self.onmessage = async ({ data }) => {
-  if (data.type === "abort") {
-    controllers.get(data.target)?.abort();
-    return;
-  }
-  const controller = new AbortController();
-  controllers.set(data.id, controller);
-  try {
-    if (!Object.hasOwn(handlers, data.type)) throw codedError("InvalidArgument", `unknown request ${String(data.type)}`);
-    const run = () => handlers[data.type](data, controller.signal);
-    const result = await (SERIAL.has(data.type) ? serially(run) : run());
-    const transfer = ArrayBuffer.isView(result) ? [result.buffer] : [];
-    postMessage(protocol.result(data.id, result), transfer);
-  } catch (e) {
-    // A trap (a Rust panic is a bug) leaves the instance unusable, and an error without a code
-    // is a state this worker does not know: either way the engine reports it as crashed.
-    const known = isKopitiamError(e) && e.code !== "WasmTrap";
-    const code = known ? e.code : "WorkerCrashed";
-    postMessage(protocol.failure(data.id, code, e?.message ?? String(e)));
-  } finally {
-    controllers.delete(data.id);
-  }
-};
+serve(handlers, new Set(["load", "generate", "resetContext", "saveSession", "loadSession", "dispose"]));

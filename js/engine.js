@@ -8,20 +8,9 @@
 // Arguments are checked here, before anything is posted, with the same rules as the low-level
 // API (js/args.js), so a bad call rejects with `InvalidArgument` and the worker never sees it.
 import * as check from "./args.js";
-import { codedError, describe, invalidArgument } from "./errors.js";
+import { describe, invalidArgument } from "./errors.js";
+import { WorkerClient, sourcePayload } from "./worker-client.js";
 
-let nextId = 1;
-
-const isFunction = (op, name, v) => {
-  if (typeof v !== "function") throw invalidArgument(op, `${name} must be a function, got ${describe(v)}`);
-  return v;
-};
-const isSignal = (op, name, v) => {
-  if (typeof AbortSignal === "undefined" || !(v instanceof AbortSignal)) {
-    throw invalidArgument(op, `${name} must be an AbortSignal, got ${describe(v)}`);
-  }
-  return v;
-};
 const stopStrings = (op, name, v) => {
   const list = typeof v === "string" ? [v] : v;
   if (!Array.isArray(list) || !list.every((x) => typeof x === "string")) {
@@ -30,6 +19,7 @@ const stopStrings = (op, name, v) => {
   return list;
 };
 const contextLength = (op, name, v) => check.integer(op, name, v, 1);
+const { isFunction, isSignal } = check;
 const GENERATE = Object.freeze({
   ...check.SAMPLING,
   maxTokens: (op, name, v) => check.integer(op, name, v),
@@ -48,60 +38,14 @@ const TOKENIZE = Object.freeze({ addSpecial: check.optionalBool, parseSpecial: c
 const CREATE = Object.freeze({
   threads: check.threads,
   build: check.string,
-  workerUrl: (op, name, v) => {
-    if (typeof v !== "string" && !(v instanceof URL)) throw invalidArgument(op, `${name} must be a string or URL, got ${describe(v)}`);
-    return v;
-  },
+  workerUrl: check.workerUrl,
 });
 
 
-class Engine {
+class Engine extends WorkerClient {
   constructor(worker) {
-    this.worker = worker;
-    this.pending = new Map();
+    super(worker, "engine");
     this.info = null;
-    this.dead = null;
-    worker.onmessage = ({ data }) => this.#receive(data);
-    worker.onerror = (e) => {
-      e.preventDefault?.();
-      this.#crash(codedError("WorkerCrashed", `the engine worker crashed: ${e.message ?? "unknown error"}`));
-    };
-    worker.onmessageerror = () => this.#crash(codedError("WorkerCrashed", "a message could not be decoded"));
-  }
-
-  #crash(error) {
-    if (this.dead) return;
-    this.dead = error;
-    for (const p of this.pending.values()) p.reject(error);
-    this.pending.clear();
-    this.worker.terminate();
-  }
-
-  /** One message of js/protocol.js from the worker. */
-  #receive(msg) {
-    const p = this.pending.get(msg.id);
-    if (!p) return;
-    if (msg.kind === "progress") return p.onEvent?.({ phase: msg.phase, loaded: msg.loaded, total: msg.total });
-    if (msg.kind === "token") return p.onEvent?.({ text: msg.text, token: msg.token });
-    this.pending.delete(msg.id);
-    if (msg.kind === "result") p.resolve(msg.result);
-    else if (msg.error.code === "WorkerCrashed") {
-      p.reject(codedError("WorkerCrashed", msg.error.message));
-      this.#crash(codedError("WorkerCrashed", msg.error.message));
-    }
-    else p.reject(codedError(msg.error.code, msg.error.message));
-  }
-
-  /** Sends one request; `onEvent` receives progress/token events; `signal` aborts it. */
-  call(type, payload = {}, { transfer = [], onEvent, signal } = {}) {
-    if (this.dead) return Promise.reject(this.dead);
-    if (signal?.aborted) return Promise.reject(codedError("Aborted", "aborted before it started"));
-    const id = nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onEvent });
-      signal?.addEventListener("abort", () => this.worker.postMessage({ type: "abort", target: id }), { once: true });
-      this.worker.postMessage({ id, type, ...payload }, transfer);
-    });
   }
 
   /**
@@ -111,35 +55,7 @@ class Engine {
    */
   async loadModel(source, options) {
     const { onProgress, signal, cache = false, contextLength } = check.options("loadModel", options, LOAD) ?? {};
-    let payload;
-    const transfer = [];
-    if (typeof source === "string" || source instanceof URL) {
-      let url;
-      try {
-        url = new URL(source, globalThis.location?.href).href;
-      } catch (e) {
-        throw invalidArgument("loadModel", `${describe(String(source))} is not a URL`, e);
-      }
-      payload = { url, cache };
-    } else if (typeof Response !== "undefined" && source instanceof Response) {
-      if (!source.ok) throw codedError("HttpError", `HTTP ${source.status} ${source.statusText}`);
-      payload = { stream: source.body, total: Number(source.headers.get("content-length")) || undefined };
-      transfer.push(source.body);
-    } else if (source instanceof ArrayBuffer) {
-      payload = { buffer: source };
-      transfer.push(source);
-    } else if (ArrayBuffer.isView(source)) {
-      const copy = source.slice();
-      payload = { buffer: copy.buffer };
-      transfer.push(copy.buffer);
-    } else if (typeof Blob !== "undefined" && source instanceof Blob) {
-      payload = { blob: source };
-    } else if (typeof ReadableStream !== "undefined" && source instanceof ReadableStream) {
-      payload = { stream: source };
-      transfer.push(source);
-    } else {
-      throw invalidArgument("loadModel", `source must be a URL, Response, ArrayBuffer, Uint8Array, Blob or ReadableStream, got ${describe(source)}`);
-    }
+    const { payload, transfer } = sourcePayload("loadModel", source, cache);
     const info = await this.call("load", { ...payload, contextLength }, { transfer, signal, onEvent: (e) => onProgress?.(e) });
     this.info = { ...this.info, ...info };
     return this.info;
@@ -225,14 +141,7 @@ class Engine {
 
   /** Frees the model and stops the worker. */
   async dispose() {
-    if (!this.dead) {
-      try {
-        await this.call("dispose");
-      } catch {
-        // the worker is going away either way
-      }
-      this.#crash(codedError("EngineDisposed", "the engine was disposed"));
-    }
+    await this.close("EngineDisposed", "the engine was disposed");
   }
 }
 

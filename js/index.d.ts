@@ -60,3 +60,30 @@ export interface Engine {
   dispose(): Promise<void>;
 }
 export function createEngine(options?: { threads?: number | "auto"; build?: Build; workerUrl?: string | URL }): Promise<Engine>;
+
+import type { OcrModelInfo, OcrLine, OcrPage } from "../pkg/kopitiam_wasm.js";
+/** An image for the OCR: `ImageData`, or RGBA (4 bytes a pixel) or 8-bit grey (1 byte a pixel). */
+export interface OcrImage { width: number; height: number; data: Uint8ClampedArray | Uint8Array; }
+/** The low-level OCR model (any thread); `createOcr()` runs one in a Worker. */
+export declare class OcrModel {
+  private constructor();
+  /** Loads the LSTM recognizer of a `.traineddata` (tessdata_fast / Debian integer models). */
+  static fromBytes(bytes: Uint8Array | ArrayBuffer): OcrModel;
+  readonly info: OcrModelInfo;
+  /** Reads one line of text: the line's ink is found and cut out as `tesseract --psm 7` does. */
+  recognizeLine(image: OcrImage): OcrLine;
+  /** Reads a simple page: one column of horizontal lines on a plain background. */
+  recognize(image: OcrImage): OcrPage;
+  free(): void;
+}
+export interface OcrInfo extends Partial<OcrModelInfo> { build: string; memoryBytes?: number; }
+export interface Ocr {
+  readonly info: OcrInfo;
+  loadModel(source: ModelSource, options?: { onProgress?: (p: Progress) => void; signal?: AbortSignal; cache?: boolean }): Promise<OcrInfo>;
+  recognizeLine(image: OcrImage): Promise<OcrLine>;
+  recognize(image: OcrImage): Promise<OcrPage>;
+  dispose(): Promise<void>;
+}
+/** Starts the OCR in a dedicated Worker (single-thread build: "auto" picks relaxed SIMD where
+ * the browser has it). */
+export function createOcr(options?: { build?: "auto" | "simd" | "relaxed"; workerUrl?: string | URL }): Promise<Ocr>;

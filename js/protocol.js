@@ -1,5 +1,6 @@
-// The engine's worker protocol: every message between the page (js/engine.js) and its worker
-// (js/engine-worker.js), in one place.
+// The workers' protocol: every message between the page (js/engine.js, js/ocr.js, over
+// js/worker-client.js) and their workers (js/engine-worker.js, js/ocr-worker.js, over
+// js/worker-host.js), in one place.
 //
 // Page → worker
 //   { id, type, ...payload }         a request; `type` is a key of REQUESTS, `payload` its fields
@@ -37,6 +38,21 @@ export const REQUESTS = Object.freeze({
   saveSession: "saveSession",
   /** `{ bytes }` → `{ tokens }`: restores a saved context. */
   loadSession: "loadSession",
+  /** `{}` → `true`: frees the model (the page then terminates the worker). */
+  dispose: "dispose",
+});
+
+/** The OCR worker's requests (same envelopes, events and errors as the engine's). */
+export const OCR_REQUESTS = Object.freeze({
+  /** `{ build }` → `{ build }`: instantiates a single-thread wasm. */
+  init: "init",
+  /** `{ url, cache } | { buffer } | { blob } | { stream, total }` → `{ spec, inputHeight,
+   * characters, build, memoryBytes }` (a `.traineddata`). Emits progress events. */
+  load: "load",
+  /** `{ width, height, data }` (RGBA or grey bytes) → `OcrLine`. */
+  recognizeLine: "recognizeLine",
+  /** `{ width, height, data }` → `OcrPage`. */
+  recognize: "recognize",
   /** `{}` → `true`: frees the model (the page then terminates the worker). */
   dispose: "dispose",
 });

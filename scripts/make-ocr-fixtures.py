@@ -6,9 +6,12 @@
 Needs Pillow and numpy (a venv: `pip install --only-binary :all: pillow numpy`), the Debian
 fonts (fonts-dejavu-core/-extra, fonts-liberation) and Debian's `tesseract` with
 `tesseract-ocr-eng`. Writes `lines/NNN.png` (8-bit grey) and `lines.json`: per line the ground
-truth, how it was rendered, and tesseract's text for `--oem 1 --psm 7 -l eng` twice — as shipped
-(with its dictionaries) and with `-c lstm_use_matrix=0` (no LSTM dictionaries), which is what our recognizer
-does by default. Deterministic for a given seed, fonts and tesseract build.
+truth, how it was rendered, and tesseract's text for `--oem 1 --psm 7 -l eng` twice — with the
+model as shipped (its LSTM dictionaries steer the beam search) and with a copy of it without the
+dictionary entries (made with combine_tessdata), which is what our recognizer does by default;
+and, without dictionaries, for `--psm 13` (the whole image taken as the line, no cut).
+The `-c lstm_use_matrix=0` / `load_*_dawg=0` switches do not unload them in tesseract 5.3's
+command line. Deterministic for a given seed, fonts and tesseract build.
 """
 
 import argparse
@@ -16,6 +19,7 @@ import json
 import os
 import random
 import subprocess
+import tempfile
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
@@ -113,12 +117,23 @@ def render(text, font, px, blur, noise, angle, rng):
     return img
 
 
-def tesseract(path, dict_on):
-    cmd = ["tesseract", path, "-", "--oem", "1", "--psm", "7", "-l", "eng"]
-    if not dict_on:
-        # Without the LSTM dictionaries: `lstm_use_matrix=0` leaves the recognizer's dict unloaded.
-        cmd += ["-c", "lstm_use_matrix=0"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+def tessdata_without_dictionaries(workdir):
+    """A copy of eng.traineddata with only the LSTM network, charset and recoder entries."""
+    src = next(p for p in ("/usr/share/tesseract-ocr/5/tessdata/eng.traineddata",
+                           "/usr/share/tesseract-ocr/4.00/tessdata/eng.traineddata") if os.path.exists(p))
+    subprocess.run(["combine_tessdata", "-u", src, os.path.join(workdir, "all", "eng.")], check=True, capture_output=True)
+    for part in ("lstm", "lstm-unicharset", "lstm-recoder", "version"):
+        os.replace(os.path.join(workdir, "all", f"eng.{part}"), os.path.join(workdir, f"eng.{part}"))
+    subprocess.run(["combine_tessdata", os.path.join(workdir, "eng.")], check=True, capture_output=True)
+    return workdir
+
+
+def tesseract(path, tessdata=None, psm=7):
+    cmd = ["tesseract", path, "-", "--oem", "1", "--psm", str(psm), "-l", "eng"]
+    if tessdata:
+        cmd += ["--tessdata-dir", tessdata]
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
     return out.strip("\n\f").strip("\n")
 
 
@@ -129,6 +144,9 @@ def main():
     ap.add_argument("--seed", type=int, default=20261201)
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    work = tempfile.mkdtemp()
+    os.makedirs(os.path.join(work, "all"))
+    nodict = tessdata_without_dictionaries(work)
     os.makedirs(os.path.join(args.out, "lines"), exist_ok=True)
     records = []
     for i in range(args.count):
@@ -145,12 +163,15 @@ def main():
         records.append({
             "image": name, "truth": text, "font": font, "px": px, "blur": blur,
             "noise": noise, "angle": angle,
-            "tesseract": tesseract(path, True), "tesseract_nodict": tesseract(path, False),
+            "tesseract": tesseract(path), "tesseract_nodict": tesseract(path, nodict),
+            # --psm 13: the whole image is the line (no cut), without dictionaries.
+            "tesseract_raw_nodict": tesseract(path, nodict, psm=13),
         })
         print(f"{i:03d} {text!r} -> {records[-1]['tesseract_nodict']!r}", flush=True)
     ver = subprocess.run(["tesseract", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     meta = {"generator": "scripts/make-ocr-fixtures.py", "seed": args.seed, "tesseract": ver,
-            "command": "tesseract IMAGE - --oem 1 --psm 7 -l eng", "lines": records}
+            "command": "tesseract IMAGE - --oem 1 --psm 7 -l eng [--tessdata-dir DIR_WITHOUT_DICTIONARIES]",
+            "lines": records}
     with open(os.path.join(args.out, "lines.json"), "w") as fh:
         json.dump(meta, fh, indent=1, ensure_ascii=False)
         fh.write("\n")

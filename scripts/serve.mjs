@@ -2,7 +2,7 @@
 // (COOP/COEP, so SharedArrayBuffer and the threaded build work). `/` redirects to the demo.
 //   node scripts/serve.mjs [--port N]      (PORT env also works; 0 picks a free port)
 import { createServer } from "node:http";
-import { createReadStream, statSync } from "node:fs";
+import { createReadStream, existsSync, statSync } from "node:fs";
 import { extname, join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { homedir } from "node:os";
@@ -10,6 +10,14 @@ import { homedir } from "node:os";
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
 /** `/models/…` is served from the model cache that scripts/prepare-model.sh fills. */
 const modelDir = resolve(process.env.KOPITIAM_CACHE ?? join(homedir(), ".cache", "kopitiam"));
+/** `/tessdata/…` is Tesseract's model directory (Debian's tesseract-ocr-eng, which
+ * scripts/setup.sh installs; TESSDATA_PREFIX overrides): the OCR demo, tests and benchmark
+ * load eng.traineddata from it. */
+const tessdataDir = resolve(
+  process.env.TESSDATA_PREFIX ??
+    ["/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata"].find((d) => existsSync(d)) ??
+    "/usr/share/tesseract-ocr/5/tessdata",
+);
 const types = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
@@ -34,7 +42,9 @@ export function serve(port = 8080, host = "127.0.0.1") {
     }
     const [base, rel] = url.pathname.startsWith("/models/")
       ? [modelDir, url.pathname.slice("/models".length)]
-      : [root, url.pathname];
+      : url.pathname.startsWith("/tessdata/")
+        ? [tessdataDir, url.pathname.slice("/tessdata".length)]
+        : [root, url.pathname];
     let path = normalize(join(base, decodeURIComponent(rel)));
     if (path !== base && !path.startsWith(base + sep)) {
       res.writeHead(403).end("forbidden");

@@ -4,7 +4,9 @@
 #   - Debian chromium + chromium-driver (headless browser tests)
 #   - rustup: wasm32 target, rust-src (threaded build), clippy, rustfmt
 #   - wasm-bindgen-cli at exactly Cargo.lock's wasm-bindgen version, wasm-pack, from crates.io
-#   - npm devDependencies (binaryen's wasm-opt 132, playwright-core) from package-lock.json
+#   - Debian tesseract-ocr + tesseract-ocr-eng (the OCR's model and its oracle in tests/benchmarks)
+#   - npm devDependencies (binaryen's wasm-opt 132, playwright-core, tesseract.js) from
+#     package-lock.json
 # Never Debian's binaryen: its wasm-opt 108 silently breaks SIMD output. Nothing downloads
 # binaries from outside the registries (wasm-pack runs with --mode no-install).
 # Root is needed only to apt-get a missing Chromium; where it cannot install (not root, no apt)
@@ -34,6 +36,17 @@ elif ! have chromium || ! have chromedriver; then
   log "installing chromium + chromium-driver (apt)"
   apt-get update -qq >/dev/null
   apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || fail "apt-get install chromium chromium-driver failed"
+fi
+
+# Tesseract: eng.traineddata is the OCR's model (tests, demo, benchmark) and the tesseract
+# binary the oracle the fixtures were made with.
+if ! have tesseract || ! ls /usr/share/tesseract-ocr/*/tessdata/eng.traineddata >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ] || ! have apt-get; then
+    fail "missing tesseract-ocr / tesseract-ocr-eng (the OCR's model and oracle). Install Debian's packages as root: apt-get install tesseract-ocr tesseract-ocr-eng"
+  fi
+  log "installing tesseract-ocr + tesseract-ocr-eng (apt)"
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1 || fail "apt-get install tesseract-ocr tesseract-ocr-eng failed"
 fi
 
 # wasm-pack's browser tests read the Chrome binary from webdriver.json: written here for the

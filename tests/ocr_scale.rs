@@ -1,6 +1,8 @@
 //! `ocr::scale::pix_scale` against Leptonica's own `pixScale` (outputs made by
 //! scripts/make-ocr-scale-fixture.py through the installed liblept): every byte must match,
-//! since the network reads these pixels.
+//! since the network reads these pixels. Native only (it reads the fixtures from disk); the
+//! wasm build's end-to-end agreement is tests/js/ocr.test.mjs.
+#![cfg(not(target_arch = "wasm32"))]
 
 use kopitiam_wasm::ocr::{scale::pix_scale, GreyImage};
 use serde_json::Value;

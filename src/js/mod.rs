@@ -11,10 +11,12 @@
 mod error;
 mod gguf;
 mod model;
+mod ocr;
 mod tensor;
 
 pub use gguf::{JsGgufFile, JsTokenizer};
 pub use model::{JsModel, JsSession, ModelLoader};
+pub use ocr::JsOcrModel;
 pub use tensor::JsTensor;
 
 /// `initThreadPool(n): Promise<void>` — starts `n` Web Workers for the threaded build. Call it

@@ -94,7 +94,7 @@ pub struct JsModel {
     model: Rc<Model>,
 }
 
-fn set(obj: &js_sys::Object, key: &str, value: JsValue) {
+pub(super) fn set(obj: &js_sys::Object, key: &str, value: JsValue) {
     // Defining a property on a fresh plain object cannot fail.
     let _ = js_sys::Reflect::set(obj, &key.into(), &value);
 }

@@ -244,7 +244,6 @@ fn percentile(buckets: &[u32; 256], frac: f64) -> f64 {
     index as f64 - (sum as f64 - target) / buckets[index - 1] as f64
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl GreyImage {
     /// Decodes a PNG (any colour type and depth) to grey, as Tesseract's input handling does:
     /// colour through luminance, alpha over white.

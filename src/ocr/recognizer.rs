@@ -116,6 +116,11 @@ impl Recognizer {
         })
     }
 
+    /// Characters the model knows (its unicharset, with the space).
+    pub fn characters(&self) -> usize {
+        self.charset.unichars.len()
+    }
+
     /// Reads one line of text. The line's ink is found and cut out as Tesseract's single-line
     /// mode does; an image without ink reads as empty text.
     pub fn recognize_line(&self, image: &GreyImage) -> Result<LineResult> {
@@ -191,10 +196,25 @@ impl Recognizer {
         let factor = self.input_height as f32 / line.height as f32;
         let scaled = super::scale::pix_scale(line, factor)?;
         let (probs, _) = self.best_reading(&scaled)?;
-        let codes = self.charset.code_range;
-        let chars = decode(&probs.to_vec_f32()?, codes, &self.charset, self.null_char);
-        let px_per_frame = self.x_scale as f32 / factor;
-        Ok(self.assemble(&chars, px_per_frame, bbox))
+        Ok(self.decode_frames(&probs.to_vec_f32()?, self.x_scale as f32 / factor, bbox))
+    }
+
+    /// Decodes `[frames, codes]` output probabilities (row-major) into a line, each frame
+    /// `px_per_frame` pixels wide from `bbox.0`: the search and word assembly alone, for
+    /// outputs from elsewhere (another run of the network, a dump of Tesseract's).
+    pub fn decode_frames(
+        &self,
+        probs: &[f32],
+        px_per_frame: f32,
+        bbox: (usize, usize, usize, usize),
+    ) -> LineResult {
+        let chars = decode(
+            probs,
+            self.charset.code_range,
+            &self.charset,
+            self.null_char,
+        );
+        self.assemble(&chars, px_per_frame, bbox)
     }
 
     /// The outputs for a scaled line, or for it inverted when that reads with more confidence

@@ -1,0 +1,69 @@
+// The worker side of js/worker-client.js: answers numbered requests with handlers, reports
+// their errors with stable codes, and opens model sources. Messages are those of
+// js/protocol.js.
+import { codedError, isKopitiamError } from "./errors.js";
+import * as protocol from "./protocol.js";
+
+/**
+ * Serves `handlers[type](msg, signal)` for each request; requests whose type is in `serial`
+ * run one after another (they share state that a yielding handler would otherwise interleave
+ * on), the rest at once. A handler's result is posted back (a typed array's buffer transferred).
+ */
+export function serve(handlers, serial) {
+  const controllers = new Map();
+  let queue = Promise.resolve();
+  const serially = (run) => {
+    const next = queue.then(run, run);
+    queue = next.catch(() => {});
+    return next;
+  };
+  self.onmessage = async ({ data }) => {
+    if (data.type === "abort") {
+      controllers.get(data.target)?.abort();
+      return;
+    }
+    const controller = new AbortController();
+    controllers.set(data.id, controller);
+    try {
+      if (!Object.hasOwn(handlers, data.type)) throw codedError("InvalidArgument", `unknown request ${String(data.type)}`);
+      const run = () => handlers[data.type](data, controller.signal);
+      const result = await (serial.has(data.type) ? serially(run) : run());
+      const transfer = ArrayBuffer.isView(result) ? [result.buffer] : [];
+      postMessage(protocol.result(data.id, result), transfer);
+    } catch (e) {
+      // A trap (a Rust panic is a bug) leaves the instance unusable, and an error without a code
+      // is a state this worker does not know: either way the page reports it as crashed.
+      const known = isKopitiamError(e) && e.code !== "WasmTrap";
+      const code = known ? e.code : "WorkerCrashed";
+      postMessage(protocol.failure(data.id, code, e?.message ?? String(e)));
+    } finally {
+      controllers.delete(data.id);
+    }
+  };
+}
+
+/**
+ * The bytes of a `load` request as a stream: `{ buffer }` is returned as `{ bytes }`;
+ * `{ blob }`, `{ stream, total }` and `{ url, cache }` (fetched, through the Cache API when
+ * `cache`) as `{ stream, total }`.
+ */
+export async function openSource(msg, signal) {
+  if (msg.buffer) return { bytes: new Uint8Array(msg.buffer) };
+  if (msg.blob) return { stream: msg.blob.stream(), total: msg.blob.size };
+  if (!msg.url) return { stream: msg.stream, total: msg.total };
+  let response = null;
+  const cache = msg.cache && typeof caches !== "undefined" ? await caches.open("kopitiam-models") : null;
+  if (cache) response = await cache.match(msg.url);
+  if (!response) {
+    try {
+      response = await fetch(msg.url, { signal });
+    } catch (e) {
+      throw signal.aborted ? codedError("Aborted", "the download was aborted") : codedError("NetworkError", `${msg.url}: ${e.message}`);
+    }
+    if (!response.ok) throw codedError("HttpError", `${msg.url}: HTTP ${response.status} ${response.statusText}`);
+    if (cache) {
+      await cache.put(msg.url, response.clone()).catch(() => {});
+    }
+  }
+  return { stream: response.body, total: Number(response.headers.get("content-length")) || undefined };
+}
