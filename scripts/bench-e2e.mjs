@@ -5,12 +5,13 @@
 //   RUNS=3 THREADS=1,2 node scripts/bench-e2e.mjs     (KOPITIAM_BENCH_NO_BUILD=1 skips the build)
 //   MODEL=gemma-3-270m-q4_k_m …                       (the downloaded Q4_K_M file; own section)
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { serve } from "./serve.mjs";
 import { launch } from "../tests/js/browser.mjs";
 import { writeSection } from "./bench-md.mjs";
+import { median, rendererPssKiB, settle, sleep } from "./bench-proc.mjs";
 import { PROMPT } from "./bench-e2e-prompt.mjs";
 
 const MAX_TOKENS = 64;
@@ -39,65 +40,6 @@ if (!existsSync(modelFile)) {
 }
 const ggufBytes = statSync(modelFile).size;
 const wllamaVersion = JSON.parse(readFileSync("node_modules/@wllama/wllama/package.json", "utf8")).version;
-
-// ---- memory: PSS of this browser's renderer processes (pages and their workers live there) ----
-
-/** pid → ppid for every process. */
-function parents() {
-  const map = new Map();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      map.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // the process exited meanwhile
-    }
-  }
-  return map;
-}
-
-/** Renderers descended from this node process (its Chromium), so no other Chromium counts. */
-function renderers() {
-  const ppid = parents();
-  const ours = (pid) => {
-    for (let p = ppid.get(pid); p > 1; p = ppid.get(p)) if (p === process.pid) return true;
-    return false;
-  };
-  const out = [];
-  for (const pid of ppid.keys()) {
-    try {
-      if (ours(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--type=renderer")) out.push(pid);
-    } catch {
-      // exited
-    }
-  }
-  return out;
-}
-
-function rendererPssKiB() {
-  let sum = 0;
-  for (const pid of renderers()) {
-    try {
-      sum += Number(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8").match(/^Pss:\s+(\d+)/m)[1]);
-    } catch {
-      // exited
-    }
-  }
-  return sum;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (!s.length) return NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-/** Waits (≤ 5 s) for the renderers of closed contexts to exit, so they don't count next time. */
-async function settle() {
-  for (let i = 0; i < 50 && renderers().length > 0; i++) await sleep(100);
-}
 
 // ---- runs ----
 

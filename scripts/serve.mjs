@@ -71,5 +71,6 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const i = process.argv.indexOf("--port");
   const port = Number(i > 0 ? process.argv[i + 1] : process.env.PORT ?? 8080);
   const server = await serve(port);
-  console.log(`kopitiam-wasm demo: http://127.0.0.1:${server.address().port}/www/`);
+  const at = `http://127.0.0.1:${server.address().port}`;
+  console.log(`kopitiam-wasm demo: ${at}/www/ (chat) · ${at}/www/ocr.html (OCR)`);
 }

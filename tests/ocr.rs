@@ -211,17 +211,17 @@ fn a_simple_page_reads_line_by_line() {
         .iter()
         .map(|l| line_image(l["image"].as_str().unwrap()))
         .collect();
-    let width = images.iter().map(|i| i.width).max().unwrap() + 20;
+    let width = images.iter().map(|i| i.width()).max().unwrap() + 20;
     let gap = 12;
-    let height: usize = images.iter().map(|i| i.height + gap).sum::<usize>() + gap;
+    let height: usize = images.iter().map(|i| i.height() + gap).sum::<usize>() + gap;
     let mut data = vec![255u8; width * height];
     let mut y = gap;
     for img in &images {
-        for row in 0..img.height {
-            data[(y + row) * width + 10..][..img.width]
-                .copy_from_slice(&img.data[row * img.width..][..img.width]);
+        for row in 0..img.height() {
+            data[(y + row) * width + 10..][..img.width()]
+                .copy_from_slice(&img.data()[row * img.width()..][..img.width()]);
         }
-        y += img.height + gap;
+        y += img.height() + gap;
     }
     let page = r
         .recognize_page(&GreyImage::new(width, height, data).unwrap())

@@ -27,7 +27,7 @@ fn pix_scale_matches_leptonica_in_every_branch() {
         let ours = pix_scale(&src, factor).unwrap();
         let want = fixture(case["output"].as_str().unwrap());
         let what = format!("{} at {factor}", case["image"]);
-        let size = (ours.width as u64, ours.height as u64);
+        let size = (ours.width() as u64, ours.height() as u64);
         if size
             != (
                 case["width"].as_u64().unwrap(),
@@ -37,7 +37,12 @@ fn pix_scale_matches_leptonica_in_every_branch() {
             failures.push(format!("{what}: size {size:?}"));
             continue;
         }
-        let diff = ours.data.iter().zip(&want).filter(|(a, b)| a != b).count();
+        let diff = ours
+            .data()
+            .iter()
+            .zip(&want)
+            .filter(|(a, b)| a != b)
+            .count();
         if diff != 0 {
             failures.push(format!("{what}: {diff} of {} pixels differ", want.len()));
         }

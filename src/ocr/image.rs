@@ -10,12 +10,13 @@ use crate::Tensor;
 /// Tesseract pads a line's box by this much before cutting it out (`kImagePadding`).
 const PADDING: usize = 4;
 
-/// An 8-bit grey image, row-major, 0 = black.
+/// An 8-bit grey image, row-major, 0 = black. The fields are private to the crate so that
+/// `data.len() == width · height > 0` always holds (constructors check it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GreyImage {
-    pub width: usize,
-    pub height: usize,
-    pub data: Vec<u8>,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) data: Vec<u8>,
 }
 
 fn invalid(reason: impl Into<String>) -> Error {
@@ -69,12 +70,31 @@ impl GreyImage {
         })
     }
 
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// The pixels, row-major.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
     pub(crate) fn at(&self, x: usize, y: usize) -> u8 {
         self.data[y * self.width + x]
     }
 
-    /// The sub-image `[x0, x1) × [y0, y1)`.
+    /// The sub-image `[x0, x1) × [y0, y1)`, which must be a non-empty part of this one.
     pub fn crop(&self, x0: usize, y0: usize, x1: usize, y1: usize) -> Result<GreyImage> {
+        if !(x0 < x1 && x1 <= self.width && y0 < y1 && y1 <= self.height) {
+            return Err(invalid(format!(
+                "crop [{x0}, {x1}) x [{y0}, {y1}) is not a non-empty part of a {}x{} image",
+                self.width, self.height
+            )));
+        }
         let (w, h) = (x1 - x0, y1 - y0);
         let mut data = try_vec(w * h, 0u8)?;
         for y in 0..h {

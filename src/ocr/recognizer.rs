@@ -11,6 +11,13 @@ use super::traineddata::{Entry, Traineddata};
 use crate::error::{Error, Result};
 use crate::Tensor;
 
+/// Input heights beyond this are a damaged file (Tesseract's models use 36 or 48 rows): a line
+/// would be scaled to it before anything else could fail.
+const MAX_INPUT_HEIGHT: usize = 256;
+/// A line scaled to the network's height may hold at most this many pixels (a 36-row line
+/// 116,000 columns long).
+const MAX_SCALED_PIXELS: usize = 1 << 22;
+
 /// Tesseract re-reads a line inverted when its mean best probability is below this
 /// (`invert_threshold`), keeping whichever reading is more confident.
 const INVERT_THRESHOLD: f32 = 0.7;
@@ -146,8 +153,7 @@ impl Recognizer {
     /// whole as the line), after its inversion check: for comparing with a dump of Tesseract's
     /// outputs.
     pub fn raw_line_probabilities(&self, image: &GreyImage) -> Result<Tensor> {
-        let factor = self.input_height as f32 / image.height as f32;
-        let scaled = super::scale::pix_scale(image, factor)?;
+        let (scaled, _) = self.scale_line(image)?;
         Ok(self.best_reading(&scaled)?.0)
     }
 
@@ -193,8 +199,7 @@ impl Recognizer {
         line: &GreyImage,
         bbox: (usize, usize, usize, usize),
     ) -> Result<LineResult> {
-        let factor = self.input_height as f32 / line.height as f32;
-        let scaled = super::scale::pix_scale(line, factor)?;
+        let (scaled, factor) = self.scale_line(line)?;
         let (probs, _) = self.best_reading(&scaled)?;
         Ok(self.decode_frames(&probs.to_vec_f32()?, self.x_scale as f32 / factor, bbox))
     }
@@ -215,6 +220,23 @@ impl Recognizer {
             self.null_char,
         );
         self.assemble(&chars, px_per_frame, bbox)
+    }
+
+    /// `line` scaled to the network's height, and the factor; a line that would become
+    /// larger than [`MAX_SCALED_PIXELS`] (a sliver thousands of times wider than high) is
+    /// refused before anything is allocated.
+    fn scale_line(&self, line: &GreyImage) -> Result<(GreyImage, f32)> {
+        let factor = self.input_height as f32 / line.height as f32;
+        let width = line.width as f64 * factor as f64;
+        if width * self.input_height as f64 > MAX_SCALED_PIXELS as f64 {
+            return Err(Error::InvalidImage {
+                reason: format!(
+                    "a {}x{} line would scale to {width:.0}x{} pixels, more than the {MAX_SCALED_PIXELS} a line may have",
+                    line.width, line.height, self.input_height
+                ),
+            });
+        }
+        Ok((super::scale::pix_scale(line, factor)?, factor))
     }
 
     /// The outputs for a scaled line, or for it inverted when that reads with more confidence
@@ -337,8 +359,7 @@ fn mean_best(probs: &Tensor, null: u32) -> f32 {
     }
 }
 
-/// The network must start with an input layer of fixed height and one channel, and end in a
-/// softmax.
+/// The network must start with an input layer of one channel and a fixed, plausible height.
 fn check_input(network: &Layer) -> Result<usize> {
     let Kind::Series(children) = &network.kind else {
         return Err(invalid(0, "the network is not a series of layers"));
@@ -346,10 +367,10 @@ fn check_input(network: &Layer) -> Result<usize> {
     match children.first().map(|c| &c.kind) {
         Some(Kind::Input {
             shape: [_, h, _, 1],
-        }) if *h > 0 => Ok(*h),
+        }) if (1..=MAX_INPUT_HEIGHT).contains(h) => Ok(*h),
         Some(Kind::Input { shape }) => Err(invalid(
             0,
-            format!("input shape {shape:?}: only fixed-height grey inputs are supported"),
+            format!("input shape {shape:?}: only grey inputs of a fixed height up to {MAX_INPUT_HEIGHT} are supported"),
         )),
         _ => Err(invalid(0, "the network does not start with an input layer")),
     }

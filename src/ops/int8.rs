@@ -3,8 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::quant::kernels::isum_i8;
-use crate::storage::try_vec;
+use crate::storage::{try_vec, Element};
 use crate::{DType, Shape, Tensor};
+use std::borrow::Cow;
 
 /// Activations are quantized as `x · 127`, so the bias (an int8 weight like any other) is
 /// multiplied by the same 127 before it joins the integer sum.
@@ -40,9 +41,8 @@ impl Tensor {
             ));
         }
         let (m, k, n) = (self.dims()[0], self.dims()[1], weight.dims()[0]);
-        let x = self.to_vec_i8()?;
-        let w = weight.to_vec_i8()?;
-        let s = scales.to_vec_f32()?;
+        // Weights are large and multiplied once per timestep: read them in place.
+        let (x, w, s) = (self.i8_data()?, weight.i8_data()?, scales.to_vec_f32()?);
         let shape = Shape::from([m, n]);
         let mut out = try_vec(shape.checked_elem_count()?, 0.0f32)?;
         for r in 0..m {
@@ -67,6 +67,18 @@ impl Tensor {
             }
         })?;
         Tensor::from_i8(out, self.shape().clone())
+    }
+}
+
+impl Tensor {
+    /// The i8 elements in row-major order, borrowed when the view is contiguous.
+    fn i8_data(&self) -> Result<Cow<'_, [i8]>> {
+        match (self.is_contiguous(), i8::slice(self.storage())) {
+            (true, Some(all)) => Ok(Cow::Borrowed(
+                &all[self.offset()..self.offset() + self.elem_count()],
+            )),
+            _ => self.to_vec_i8().map(Cow::Owned),
+        }
     }
 }
 

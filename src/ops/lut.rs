@@ -100,6 +100,12 @@ impl Tensor {
         clip: f32,
     ) -> Result<LstmState> {
         const OP: &str = "lstm_cell_lut";
+        if clip.is_nan() || clip < 0.0 {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!("clip {clip} must be >= 0"),
+            });
+        }
         let all = [cell_input, input_gate, forget_gate, output_gate, cell_prev];
         for t in all {
             t.require_dtype(OP, DType::F32)?;

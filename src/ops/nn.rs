@@ -206,12 +206,20 @@ impl Tensor {
         const OP: &str = "im2col_hw";
         self.require_rank3(OP)?;
         let (h, w, c) = (self.dims()[0], self.dims()[1], self.dims()[2]);
-        let (kh, kw) = (half_h.saturating_mul(2) + 1, half_w.saturating_mul(2) + 1);
+        let window = |half: usize| half.checked_mul(2).and_then(|v| v.checked_add(1));
+        let (kh, kw) = match (window(half_h), window(half_w)) {
+            (Some(kh), Some(kw)) => (kh, kw),
+            _ => return Err(Error::overflow(OP, &[half_h, half_w, 2])),
+        };
         let feat = [kh, kw, c]
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d));
         let feat = feat.ok_or_else(|| Error::overflow(OP, &[kh, kw, c]))?;
         let shape = Shape::from([h, w, feat]);
+        if shape.checked_elem_count()? == 0 {
+            // Nothing to fill (no channels, or no positions): skip the kh·kw loop entirely.
+            return Ok(Tensor::from_storage(T::into_storage(Vec::new()), shape));
+        }
         let x = self.gather(T::slice(self.storage()).unwrap_or(&[]))?;
         let mut out = try_vec(shape.checked_elem_count()?, T::default())?;
         let mut o = 0;

@@ -1,0 +1,61 @@
+// Process-level measurements the browser benchmarks share: the PSS of the Chromium renderers
+// this node process started (pages and their workers live there), and small statistics.
+import { readFileSync, readdirSync } from "node:fs";
+
+/** pid → ppid for every process. */
+function parents() {
+  const map = new Map();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      map.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // the process exited meanwhile
+    }
+  }
+  return map;
+}
+
+/** Renderers descended from this node process (its Chromium), so no other Chromium counts. */
+export function renderers() {
+  const ppid = parents();
+  const ours = (pid) => {
+    for (let p = ppid.get(pid); p > 1; p = ppid.get(p)) if (p === process.pid) return true;
+    return false;
+  };
+  const out = [];
+  for (const pid of ppid.keys()) {
+    try {
+      if (ours(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--type=renderer")) out.push(pid);
+    } catch {
+      // exited
+    }
+  }
+  return out;
+}
+
+export function rendererPssKiB() {
+  let sum = 0;
+  for (const pid of renderers()) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8").match(/^Pss:\s+(\d+)/m)[1]);
+    } catch {
+      // exited
+    }
+  }
+  return sum;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export const median = (xs) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Waits (≤ 5 s) for the renderers of closed contexts to exit, so they don't count next time. */
+export async function settle() {
+  for (let i = 0; i < 50 && renderers().length > 0; i++) await sleep(100);
+}
+
