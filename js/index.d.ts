@@ -80,8 +80,10 @@ export interface OcrInfo extends Partial<OcrModelInfo> { build: string; memoryBy
 export interface Ocr {
   readonly info: OcrInfo;
   loadModel(source: ModelSource, options?: { onProgress?: (p: Progress) => void; signal?: AbortSignal; cache?: boolean }): Promise<OcrInfo>;
-  recognizeLine(image: OcrImage): Promise<OcrLine>;
-  recognize(image: OcrImage): Promise<OcrPage>;
+  /** `image`: pixels, an encoded image Blob / File (decoded in the worker), or an ImageBitmap
+   * (transferred, then closed). */
+  recognizeLine(image: OcrImage | Blob | ImageBitmap): Promise<OcrLine>;
+  recognize(image: OcrImage | Blob | ImageBitmap): Promise<OcrPage>;
   dispose(): Promise<void>;
 }
 /** Starts the OCR in a dedicated Worker (single-thread build: "auto" picks relaxed SIMD where

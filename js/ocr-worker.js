@@ -9,9 +9,11 @@ let kw = null;
 let env = null;
 let model = null;
 
-/** The whole stream, with download progress events. */
+/** The whole stream, with download progress events; into one buffer when the size is known,
+ * so no chunk outlives its copy. */
 async function readAll(stream, total, id, signal) {
   const chunks = [];
+  const whole = total !== undefined ? new Uint8Array(total) : null;
   let loaded = 0;
   const reader = stream.getReader();
   for (;;) {
@@ -21,13 +23,15 @@ async function readAll(stream, total, id, signal) {
     }
     const { done, value } = await reader.read();
     if (done) break;
-    chunks.push(value);
+    if (whole && loaded + value.byteLength <= total) whole.set(value, loaded);
+    else chunks.push(value);
     loaded += value.byteLength;
     postMessage(protocol.progress(id, "download", loaded, total));
   }
   if (total !== undefined && loaded !== total) {
     throw codedError("TruncatedDownload", `the download ended after ${loaded} of ${total} bytes`);
   }
+  if (whole) return whole;
   const bytes = new Uint8Array(loaded);
   let at = 0;
   for (const c of chunks) {
@@ -35,6 +39,29 @@ async function readAll(stream, total, id, signal) {
     at += c.byteLength;
   }
   return bytes;
+}
+
+/** One canvas for decoding, reused: an image's pixels as RGBA. */
+let canvas = null;
+async function pixels({ blob, bitmap, width, height, data }) {
+  if (!blob && !bitmap) return { width, height, data };
+  let image;
+  try {
+    image = bitmap ?? (await createImageBitmap(blob));
+  } catch (e) {
+    throw codedError("InvalidImage", `the image could not be decoded: ${e.message}`);
+  }
+  try {
+    if (!canvas) canvas = new OffscreenCanvas(image.width, image.height);
+    canvas.width = image.width;
+    canvas.height = image.height;
+    const ctx = canvas.getContext("2d", { willReadFrequently: true });
+    ctx.drawImage(image, 0, 0);
+    const d = ctx.getImageData(0, 0, image.width, image.height);
+    return { width: d.width, height: d.height, data: d.data };
+  } finally {
+    image.close();
+  }
 }
 
 function requireModel() {
@@ -59,14 +86,14 @@ const handlers = {
     return { ...model.info, build: kw.buildInfo(), memoryBytes: env.memory.buffer.byteLength };
   },
 
-  recognizeLine({ width, height, data }) {
+  async recognizeLine(msg) {
     requireModel();
-    return model.recognizeLine({ width, height, data });
+    return model.recognizeLine(await pixels(msg));
   },
 
-  recognize({ width, height, data }) {
+  async recognize(msg) {
     requireModel();
-    return model.recognize({ width, height, data });
+    return model.recognize(await pixels(msg));
   },
 
   dispose() {

@@ -6,8 +6,10 @@
 //   const { text, confidence, chars } = await ocr.recognizeLine(imageData);
 //   const { lines } = await ocr.recognize(pageImageData);   // a simple one-column page
 //
-// Images are `ImageData` or `{ width, height, data }` (RGBA or 8-bit grey bytes); they are
-// checked here and copied to the worker, so the caller's buffers stay usable.
+// Images are an encoded image `Blob` / `File` (PNG, JPEG, WebP …: decoded in the worker), an
+// `ImageBitmap` (transferred: it is closed afterwards), an `ImageData` or `{ width, height,
+// data }` (RGBA or 8-bit grey bytes, checked here and copied, so the caller's buffers stay
+// usable).
 import * as check from "./args.js";
 import { WorkerClient, sourcePayload } from "./worker-client.js";
 
@@ -32,13 +34,15 @@ class Ocr extends WorkerClient {
 
   /** Reads one line of text: `{ text, confidence, chars: [{ text, confidence, x0, x1 }], bbox }`. */
   async recognizeLine(image) {
-    return this.call("recognizeLine", imagePayload("recognizeLine", image));
+    const [payload, transfer] = imagePayload("recognizeLine", image);
+    return this.call("recognizeLine", payload, { transfer });
   }
 
   /** Reads a simple page (one column of horizontal lines on a plain background):
    * `{ text, lines: [line…] }`. Columns, tables and skewed scans are not laid out. */
   async recognize(image) {
-    return this.call("recognize", imagePayload("recognize", image));
+    const [payload, transfer] = imagePayload("recognize", image);
+    return this.call("recognize", payload, { transfer });
   }
 
   /** Frees the model and stops the worker. */
@@ -47,10 +51,14 @@ class Ocr extends WorkerClient {
   }
 }
 
-/** The image checked and copied (structured clone) for the worker. */
+/** The image as a request payload and its transfer list: a Blob or ImageBitmap as it is (the
+ * worker decodes it), pixels checked and copied. */
 function imagePayload(op, image) {
+  if (typeof Blob !== "undefined" && image instanceof Blob) return [{ blob: image }, []];
+  if (typeof ImageBitmap !== "undefined" && image instanceof ImageBitmap) return [{ bitmap: image }, [image]];
   const { width, height, data } = check.image(op, "image", image);
-  return { width, height, data: data.slice() };
+  const copy = data.slice();
+  return [{ width, height, data: copy }, [copy.buffer]];
 }
 
 /**

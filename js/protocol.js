@@ -49,9 +49,10 @@ export const OCR_REQUESTS = Object.freeze({
   /** `{ url, cache } | { buffer } | { blob } | { stream, total }` → `{ spec, inputHeight,
    * characters, build, memoryBytes }` (a `.traineddata`). Emits progress events. */
   load: "load",
-  /** `{ width, height, data }` (RGBA or grey bytes) → `OcrLine`. */
+  /** `{ width, height, data }` (RGBA or grey bytes) | `{ blob }` (an encoded image) |
+   * `{ bitmap }` (a transferred ImageBitmap) → `OcrLine`. */
   recognizeLine: "recognizeLine",
-  /** `{ width, height, data }` → `OcrPage`. */
+  /** The same images → `OcrPage`. */
   recognize: "recognize",
   /** `{}` → `true`: frees the model (the page then terminates the worker). */
   dispose: "dispose",

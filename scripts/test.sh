@@ -22,7 +22,7 @@ wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v 
 step "relaxed-SIMD build: kernel and quant tests in headless Chromium"
 CARGO_TARGET_DIR=target/relaxed \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
-  wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --test kernels --test quant --test ops
+  wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --test kernels --test quant --test ops --test ocr_ops
 
 step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
 bash scripts/test-threads.sh

@@ -364,6 +364,57 @@ fn signed_byte_sums_equal_scalar_twin() {
     }
 }
 
+/// The int8 GEMM of Tesseract's layers: every tiling (four activation rows per weight row, four
+/// weight rows per activation row, remainders), the relaxed build's sign-split dots and their
+/// −128 fallback, against the scalar twin and an i64 loop.
+#[test]
+fn int8_gemm_equals_scalar_twin() {
+    let mut rng = Rng::new(47);
+    for (m, k, n) in [
+        (1, 9, 16),
+        (1, 288, 768),
+        (3, 64, 7),
+        (4, 16, 5),
+        (7, 144, 9),
+        (16, 9, 16),
+        (5, 31, 4),
+        (2, 0, 3),
+    ] {
+        let w_row = k + 1;
+        let w: Vec<i8> = (0..n * w_row).map(|_| rng.next_u64() as i8).collect();
+        for with_min in [false, true] {
+            let x: Vec<i8> = (0..m * k)
+                .map(|i| {
+                    let v = (rng.next_u64() % 255) as i8; // -127..=127 for the relaxed path
+                    if with_min && i == k / 2 {
+                        -128
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            let want: Vec<i64> = (0..m * n)
+                .map(|i| {
+                    let (r, o) = (i / n, i % n);
+                    (0..k)
+                        .map(|j| w[o * w_row + j] as i64 * x[r * k + j] as i64)
+                        .sum()
+                })
+                .collect();
+            let (mut a, mut b) = (vec![-1i32; m * n], vec![-1i32; m * n]);
+            kernels::gemm_i8(&x, k, &w, w_row, &mut a);
+            scalar::gemm_i8(&x, k, &w, w_row, &mut b);
+            let what = format!("m={m} k={k} n={n} with -128: {with_min}");
+            assert_eq!(
+                a.iter().map(|&v| v as i64).collect::<Vec<_>>(),
+                want,
+                "{what}"
+            );
+            assert_eq!(b, a, "{what}");
+        }
+    }
+}
+
 #[test]
 fn scalar_dots_match_dequantized_f64_dot() {
     let mut rng = Rng::new(9);

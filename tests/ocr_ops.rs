@@ -1275,3 +1275,116 @@ fn lstm_cell_lut_bad_clip_is_an_error_not_a_panic() {
         assert!(r.is_ok(), "lstm_cell_lut(.., clip {clip}) panicked");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// lstm_i8: the fused sequence against the same LSTM stepped through time with the ops above
+
+/// One sequence step by step as separate ops: the source `[x_t, h]`, `linear_i8` over all
+/// four gates, `lstm_cell_lut`, `quantize_unit_i8` — what the forward pass did before the
+/// fused op.
+fn stepped_lstm(x: &Tensor, gates: &Tensor, scales: &Tensor, clip: f32, summarize: bool) -> Tensor {
+    let (b, t, ni) = (x.dims()[0], x.dims()[1], x.dims()[2]);
+    let ns = gates.dims()[0] / 4;
+    let steps = x.transpose(0, 1).unwrap().contiguous().unwrap();
+    let mut hidden = Tensor::from_i8(vec![0; b * ns], [b, ns]).unwrap();
+    let mut cell = Tensor::zeros([b, ns]);
+    let mut outs = Vec::new();
+    for step in 0..t {
+        let xt = steps.narrow(0, step, 1).unwrap().reshape([b, ni]).unwrap();
+        let g = Tensor::concat(&[xt, hidden.clone()], 1)
+            .unwrap()
+            .linear_i8(gates, scales)
+            .unwrap();
+        let gate = |k: usize| g.narrow(1, k * ns, ns).unwrap();
+        let st =
+            Tensor::lstm_cell_lut(&gate(0), &gate(1), &gate(2), &gate(3), &cell, clip).unwrap();
+        cell = st.cell;
+        hidden = st.hidden.quantize_unit_i8().unwrap();
+        outs.push(hidden.reshape([b, 1, ns]).unwrap());
+    }
+    if summarize {
+        hidden.reshape([b, 1, ns]).unwrap()
+    } else {
+        Tensor::concat(&outs, 1).unwrap()
+    }
+}
+
+#[test]
+fn lstm_i8_equals_the_stepped_ops_bit_for_bit() {
+    let mut rng = Lcg(77);
+    for (b, t, ni, ns, clip) in [
+        (1, 9, 5, 3, 100.0),
+        (3, 12, 16, 8, 100.0),
+        (2, 5, 0, 4, 100.0),
+        (1, 7, 20, 16, 0.5),
+        (4, 3, 33, 2, 100.0),
+    ] {
+        let x = Tensor::from_i8(
+            (0..b * t * ni).map(|_| rng.i8().max(-127)).collect(),
+            [b, t, ni],
+        )
+        .unwrap();
+        let cols = ni + ns + 1;
+        // Moderate weights and scales so gates span the tables' range, not just saturation.
+        let gates = Tensor::from_i8(
+            (0..4 * ns * cols).map(|_| rng.i8()).collect(),
+            [4 * ns, cols],
+        )
+        .unwrap();
+        let scales =
+            Tensor::from_f32((0..4 * ns).map(|_| rng.f32(1e-5, 4e-4)).collect(), [4 * ns]).unwrap();
+        for summarize in [false, true] {
+            let fused = x.lstm_i8(&gates, &scales, clip, summarize).unwrap();
+            let stepped = stepped_lstm(&x, &gates, &scales, clip, summarize);
+            assert_eq!(fused.dims(), stepped.dims());
+            assert_eq!(
+                fused.to_vec_i8().unwrap(),
+                stepped.to_vec_i8().unwrap(),
+                "b={b} t={t} ni={ni} ns={ns} summarize={summarize}"
+            );
+        }
+    }
+}
+
+#[test]
+fn lstm_i8_typed_errors() {
+    let x = Tensor::from_i8(vec![0; 2 * 3 * 4], [2, 3, 4]).unwrap();
+    let gates = Tensor::from_i8(vec![0; 8 * 7], [8, 7]).unwrap();
+    let scales = Tensor::from_f32(vec![1.0; 8], [8]).unwrap();
+    assert!(x.lstm_i8(&gates, &scales, 100.0, false).is_ok());
+    assert_eq!(
+        code(x.lstm_i8(&gates, &scales, -1.0, false)),
+        "InvalidArgument"
+    );
+    assert_eq!(
+        code(x.lstm_i8(&gates, &scales, f32::NAN, false)),
+        "InvalidArgument"
+    );
+    let wrong_cols = Tensor::from_i8(vec![0; 8 * 6], [8, 6]).unwrap();
+    assert_eq!(
+        code(x.lstm_i8(&wrong_cols, &scales, 100.0, false)),
+        "ShapeMismatch"
+    );
+    let not_four = Tensor::from_i8(vec![0; 7 * 7], [7, 7]).unwrap();
+    assert_eq!(
+        code(x.lstm_i8(
+            &not_four,
+            &Tensor::from_f32(vec![1.0; 7], [7]).unwrap(),
+            100.0,
+            false
+        )),
+        "ShapeMismatch"
+    );
+    assert_eq!(
+        code(
+            x.reshape([6, 4])
+                .unwrap()
+                .lstm_i8(&gates, &scales, 100.0, false)
+        ),
+        "ShapeMismatch"
+    );
+    assert_eq!(
+        code(Tensor::zeros([2, 3, 4]).lstm_i8(&gates, &scales, 100.0, false)),
+        "DTypeMismatch"
+    );
+}

@@ -73,42 +73,12 @@ fn fully_connected(x: &Tensor, activation: Activation, w: &Int8Matrix) -> Result
 /// A 1-D LSTM along each row: `[h, w, ni]` to `[h, w, cells]`, or `[h, 1, cells]` when it
 /// summarizes (only a row's last output is kept).
 fn lstm_forward(x: &Tensor, lstm: &Lstm) -> Result<Tensor> {
-    let (h, w, ni) = dims3(x)?;
-    let ns = lstm.cells;
-    let gates = &lstm.gates;
-    // Timestep-major, so each step's inputs are one contiguous [h, ni] block.
-    let steps = x.transpose(0, 1)?.contiguous()?;
-    let mut hidden = Tensor::from_i8(vec![0; h * ns], [h, ns])?;
-    let mut cell = Tensor::try_zeros([h, ns])?;
-    let mut outs = Vec::with_capacity(if lstm.summarize { 1 } else { w });
-    for t in 0..w {
-        let xt = steps.narrow(0, t, 1)?.reshape([h, ni])?;
-        let source = Tensor::concat(&[xt, hidden.clone()], 1)?;
-        let g = source.linear_i8(&gates.weights, &gates.scales)?;
-        let gate = |k: usize| g.narrow(1, k * ns, ns);
-        let state = Tensor::lstm_cell_lut(
-            &gate(0)?,
-            &gate(1)?,
-            &gate(2)?,
-            &gate(3)?,
-            &cell,
-            STATE_CLIP,
-        )?;
-        cell = state.cell;
-        hidden = state.hidden.quantize_unit_i8()?;
-        if !lstm.summarize {
-            outs.push(hidden.reshape([h, 1, ns])?);
-        }
-    }
-    if lstm.summarize {
-        return hidden.reshape([h, 1, ns]);
-    }
-    if outs.is_empty() {
-        return Err(Error::InvalidImage {
-            reason: "a line with no columns left to read".into(),
-        });
-    }
-    Tensor::concat(&outs, 1)
+    x.lstm_i8(
+        &lstm.gates.weights,
+        &lstm.gates.scales,
+        STATE_CLIP,
+        lstm.summarize,
+    )
 }
 
 fn dims3(x: &Tensor) -> Result<(usize, usize, usize)> {

@@ -2,7 +2,7 @@
 //! weights with a bias column, exact int32 sums, then one float scale per output.
 
 use crate::error::{Error, Result};
-use crate::quant::kernels::isum_i8;
+use crate::quant::kernels::gemm_i8;
 use crate::storage::{try_vec, Element};
 use crate::{DType, Shape, Tensor};
 use std::borrow::Cow;
@@ -44,13 +44,33 @@ impl Tensor {
         // Weights are large and multiplied once per timestep: read them in place.
         let (x, w, s) = (self.i8_data()?, weight.i8_data()?, scales.to_vec_f32()?);
         let shape = Shape::from([m, n]);
-        let mut out = try_vec(shape.checked_elem_count()?, 0.0f32)?;
-        for r in 0..m {
-            let xb = bytemuck::cast_slice::<i8, u8>(&x[r * k..(r + 1) * k]);
-            let yr = &mut out[r * n..(r + 1) * n];
-            for ((y, wr), &scale) in yr.iter_mut().zip(w.chunks_exact(k + 1)).zip(&s) {
-                let total = isum_i8(&wr[..k], xb) + wr[k] as i32 * UNIT;
-                *y = total as f32 * scale;
+        let mut sums = try_vec(shape.checked_elem_count()?, 0i32)?;
+        if k >= 16 {
+            gemm_i8(&x, k, &w, k + 1, &mut sums);
+        } else if k > 0 {
+            // Short rows (a 3×3 convolution's nine inputs) would run the kernels' scalar tails
+            // only: zero-padded to one vector they take the SIMD dots, with the same sums.
+            let pad = |src: &[i8], rows: usize, stride: usize| -> Result<Vec<i8>> {
+                let mut v = try_vec(rows * 16, 0i8)?;
+                for (d, r) in v.chunks_exact_mut(16).zip(src.chunks(stride)) {
+                    d[..k].copy_from_slice(&r[..k]);
+                }
+                Ok(v)
+            };
+            gemm_i8(&pad(&x, m, k)?, 16, &pad(&w, n, k + 1)?, 16, &mut sums);
+        }
+        let mut out = try_vec(sums.len(), 0.0f32)?;
+        for (yr, sr) in out
+            .chunks_exact_mut(n.max(1))
+            .zip(sums.chunks_exact(n.max(1)))
+        {
+            for (((y, &sum), wr), &scale) in yr
+                .iter_mut()
+                .zip(sr)
+                .zip(w.chunks_exact(k + 1))
+                .zip(s.iter())
+            {
+                *y = (sum + wr[k] as i32 * UNIT) as f32 * scale;
             }
         }
         Ok(Tensor::new_f32(out, shape))

@@ -12,28 +12,33 @@ const TABLE_SIZE: usize = 4096;
 const STEPS_PER_UNIT: f32 = 256.0;
 
 /// `f(i / 256)` for `i < 4096`, computed in f64 and stored as f32 — as Tesseract's generated
-/// tables are.
-struct Tables {
-    tanh: Vec<f32>,
-    logistic: Vec<f32>,
+/// tables are. Fixed-size, so the interpolation's reads need no bounds checks.
+pub(crate) struct Tables {
+    tanh: Box<[f32; TABLE_SIZE]>,
+    logistic: Box<[f32; TABLE_SIZE]>,
 }
 
-fn tables() -> &'static Tables {
+/// The tables, built on first use. Hot loops fetch them once and call [`Tables::tanh`] /
+/// [`Tables::logistic`], which inline.
+pub(crate) fn tables() -> &'static Tables {
     static T: OnceLock<Tables> = OnceLock::new();
     T.get_or_init(|| {
         let at = |i: usize| i as f64 / STEPS_PER_UNIT as f64;
-        Tables {
-            tanh: (0..TABLE_SIZE).map(|i| at(i).tanh() as f32).collect(),
-            logistic: (0..TABLE_SIZE)
-                .map(|i| (1.0 / (1.0 + (-at(i)).exp())) as f32)
-                .collect(),
+        let (mut tanh, mut logistic) = (
+            Box::new([0.0f32; TABLE_SIZE]),
+            Box::new([0.0f32; TABLE_SIZE]),
+        );
+        for i in 0..TABLE_SIZE {
+            tanh[i] = at(i).tanh() as f32;
+            logistic[i] = (1.0 / (1.0 + (-at(i)).exp())) as f32;
         }
+        Tables { tanh, logistic }
     })
 }
 
 /// Interpolates `table` at `x ≥ 0`; 1 past the table's end, NaN stays NaN.
-#[inline]
-fn interpolate(table: &[f32], x: f32) -> f32 {
+#[inline(always)]
+fn interpolate(table: &[f32; TABLE_SIZE], x: f32) -> f32 {
     let x = x * STEPS_PER_UNIT;
     if x.is_nan() {
         return x;
@@ -46,32 +51,96 @@ fn interpolate(table: &[f32], x: f32) -> f32 {
     a + (b - a) * (x - index as f32)
 }
 
-/// Tesseract's `Tanh`: odd, through the table.
-#[inline]
-pub fn tanh_lut(x: f32) -> f32 {
-    if x < 0.0 {
-        -interpolate(&tables().tanh, -x)
-    } else {
-        interpolate(&tables().tanh, x)
+impl Tables {
+    /// Tesseract's `Tanh`: odd, through the table.
+    #[inline(always)]
+    pub(crate) fn tanh(&self, x: f32) -> f32 {
+        if x < 0.0 {
+            -interpolate(&self.tanh, -x)
+        } else {
+            interpolate(&self.tanh, x)
+        }
     }
+
+    /// Tesseract's `Logistic`: `1 - f(-x)` below zero, through the table.
+    #[inline(always)]
+    pub(crate) fn logistic(&self, x: f32) -> f32 {
+        if x < 0.0 {
+            1.0 - interpolate(&self.logistic, -x)
+        } else {
+            interpolate(&self.logistic, x)
+        }
+    }
+}
+
+/// Four-lane twins of [`Tables::tanh`] and [`Tables::logistic`]: the same f32 operations per
+/// lane (the table reads are scalar), so the same bits for finite inputs; a NaN stays NaN.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+impl Tables {
+    #[inline(always)]
+    fn interpolate4(
+        table: &[f32; TABLE_SIZE],
+        x: core::arch::wasm32::v128,
+    ) -> core::arch::wasm32::v128 {
+        use core::arch::wasm32::*;
+        let xs = f32x4_mul(x, f32x4_splat(STEPS_PER_UNIT));
+        let index = u32x4_trunc_sat_f32x4(xs);
+        let past_end = u32x4_ge(index, u32x4_splat(TABLE_SIZE as u32 - 1));
+        let at = u32x4_min(index, u32x4_splat(TABLE_SIZE as u32 - 2));
+        let i = [
+            u32x4_extract_lane::<0>(at) as usize,
+            u32x4_extract_lane::<1>(at) as usize,
+            u32x4_extract_lane::<2>(at) as usize,
+            u32x4_extract_lane::<3>(at) as usize,
+        ];
+        let a = f32x4(table[i[0]], table[i[1]], table[i[2]], table[i[3]]);
+        let b = f32x4(
+            table[i[0] + 1],
+            table[i[1] + 1],
+            table[i[2] + 1],
+            table[i[3] + 1],
+        );
+        let r = f32x4_add(
+            a,
+            f32x4_mul(f32x4_sub(b, a), f32x4_sub(xs, f32x4_convert_u32x4(index))),
+        );
+        v128_bitselect(f32x4_splat(1.0), r, past_end)
+    }
+
+    #[inline(always)]
+    pub(crate) fn tanh4(&self, x: core::arch::wasm32::v128) -> core::arch::wasm32::v128 {
+        use core::arch::wasm32::*;
+        let neg = f32x4_lt(x, f32x4_splat(0.0));
+        let r = Self::interpolate4(&self.tanh, v128_bitselect(f32x4_neg(x), x, neg));
+        v128_bitselect(f32x4_neg(r), r, neg)
+    }
+
+    #[inline(always)]
+    pub(crate) fn logistic4(&self, x: core::arch::wasm32::v128) -> core::arch::wasm32::v128 {
+        use core::arch::wasm32::*;
+        let neg = f32x4_lt(x, f32x4_splat(0.0));
+        let r = Self::interpolate4(&self.logistic, v128_bitselect(f32x4_neg(x), x, neg));
+        v128_bitselect(f32x4_sub(f32x4_splat(1.0), r), r, neg)
+    }
+}
+
+/// Tesseract's `Tanh`: odd, through the table.
+pub fn tanh_lut(x: f32) -> f32 {
+    tables().tanh(x)
 }
 
 /// Tesseract's `Logistic`: `1 - f(-x)` below zero, through the table.
-#[inline]
 pub fn logistic_lut(x: f32) -> f32 {
-    if x < 0.0 {
-        1.0 - interpolate(&tables().logistic, -x)
-    } else {
-        interpolate(&tables().logistic, x)
-    }
+    tables().logistic(x)
 }
 
 impl Tensor {
-    fn lut_op(&self, op: &'static str, f: fn(f32) -> f32) -> Result<Tensor> {
+    fn lut_op(&self, op: &'static str, f: fn(&Tables, f32) -> f32) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
+        let t = tables();
         let out = self.map_rows(a, |x, y: &mut [f32]| {
             for (y, &v) in y.iter_mut().zip(x) {
-                *y = f(v);
+                *y = f(t, v);
             }
         })?;
         Ok(Tensor::new_f32(out, self.shape().clone()))
@@ -79,12 +148,12 @@ impl Tensor {
 
     /// `tanh` as Tesseract computes it (see [`tanh_lut`]).
     pub fn tanh_lut(&self) -> Result<Tensor> {
-        self.lut_op("tanh_lut", tanh_lut)
+        self.lut_op("tanh_lut", Tables::tanh)
     }
 
     /// The logistic function as Tesseract computes it (see [`logistic_lut`]).
     pub fn logistic_lut(&self) -> Result<Tensor> {
-        self.lut_op("logistic_lut", logistic_lut)
+        self.lut_op("logistic_lut", Tables::logistic)
     }
 
     /// One LSTM step the way Tesseract's `LSTM::Forward` does it, from the four gates'
@@ -116,12 +185,13 @@ impl Tensor {
         let [ci, gi, gf, go, prev] = all.map(Tensor::to_vec_f32);
         let (ci, gi, gf, go, mut c) = (ci?, gi?, gf?, go?, prev?);
         let mut h = crate::storage::try_vec(c.len(), 0.0f32)?;
+        let t = tables();
         for j in 0..c.len() {
-            let mut s = c[j] * logistic_lut(gf[j]);
-            s += tanh_lut(ci[j]) * logistic_lut(gi[j]);
+            let mut s = c[j] * t.logistic(gf[j]);
+            s += t.tanh(ci[j]) * t.logistic(gi[j]);
             s = s.clamp(-clip, clip);
             c[j] = s;
-            h[j] = tanh_lut(s) * logistic_lut(go[j]);
+            h[j] = t.tanh(s) * t.logistic(go[j]);
         }
         let shape = cell_input.shape().clone();
         Ok(LstmState {

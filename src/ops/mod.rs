@@ -10,6 +10,7 @@ mod binary;
 mod index;
 mod int8;
 pub mod kernels;
+mod lstm;
 mod lut;
 mod matmul;
 mod nn;

@@ -23,6 +23,9 @@ for (const build of ["simd", "relaxed"]) {
       assert.ok(r.first.confidence > 0 && r.first.confidence <= 100 && r.first.chars.length > 0);
       assert.ok(r.first.chars.every((c, i, a) => c.x0 <= c.x1 && (i === 0 || a[i - 1].x0 <= c.x0)), "character boxes in order");
       assert.equal(r.grey, r.texts[0], "grey bytes read as the RGBA ImageData");
+      assert.equal(r.fromBlob, r.texts[0], "a PNG Blob decoded in the worker reads as its ImageData");
+      assert.equal(r.fromBitmap, r.texts[0], "a transferred ImageBitmap reads the same");
+      assert.ok(r.bitmapClosed, "the transferred ImageBitmap is detached");
       assert.equal(r.again, r.texts[0], "still reads after the misuse");
       assert.deepEqual(r.page, r.alone, "the page's lines read as the lines alone");
       assert.deepEqual(r.misuse, {
@@ -32,6 +35,7 @@ for (const build of ["simd", "relaxed"]) {
         shortData: "InvalidArgument",
         zeroWidth: "InvalidArgument",
         floatData: "InvalidArgument",
+        badBlob: "InvalidImage",
         tiny: "resolved",
         badModelAfterLoad: "InvalidTraineddata",
         afterBadModel: "resolved",

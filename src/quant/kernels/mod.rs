@@ -23,8 +23,9 @@ pub mod relaxed;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
-    gemm_k_q8_k, gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
-    vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
+    gemm_i8, gemm_k_q8_k, gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0,
+    vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k,
+    vec_dot_q8_0_q8_0,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -38,12 +39,12 @@ pub use simd128_kquants::{
     not(target_feature = "relaxed-simd")
 ))]
 pub use simd128::{
-    gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
+    gemm_i8, gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
     vec_dot_q8_0_q8_0,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use relaxed::{gemm_q4_0_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0};
+pub use relaxed::{gemm_i8, gemm_q4_0_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0};
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 

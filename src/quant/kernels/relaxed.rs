@@ -7,7 +7,8 @@
 use core::arch::wasm32::*;
 
 use super::simd128::{
-    dot_blocks4, gemm_q4_0_with, gemm_q8_0_with, load16, q8_0_row1_with, Q4_BYTES, Q8_BYTES,
+    dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16, q8_0_row1_with, Q4_BYTES,
+    Q8_BYTES,
 };
 use crate::quant::act::Q8Act;
 
@@ -73,5 +74,60 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         let x = act.q8_row(r).as_ptr();
         // SAFETY: as above; the row's `nb` blocks and scales come from `act`.
         unsafe { q8_0_row1_with(block, wr, nb, x, act.dx()[r * nb..].as_ptr()) }
+    })
+}
+
+/// `gemm_i8` (see the scalar twin; same integers) on relaxed dots: each activation row is split
+/// once into `x⁺ = max(x, 0)` and `x⁻ = max(−x, 0)`, both 7-bit, so `Σ w·x = dot(w, x⁺) −
+/// dot(w, x⁻)` is exact with two deterministic relaxed dots per sixteen bytes. Activations with
+/// a −128 (whose negation is not 7-bit; Tesseract's never have one) and rows shorter than one
+/// vector take the plain SIMD128 kernel.
+pub fn gemm_i8(x: &[i8], k: usize, w: &[i8], w_row: usize, out: &mut [i32]) {
+    let m = x.len() / k.max(1);
+    if k < 16 || m == 0 || x.contains(&i8::MIN) {
+        return super::simd128::gemm_i8(x, k, w, w_row, out);
+    }
+    let body = k / 16 * 16;
+    let mut split = vec![0i8; m * 2 * k];
+    let zero = i8x16_splat(0);
+    for (xr, sr) in x.chunks_exact(k).zip(split.chunks_exact_mut(2 * k)) {
+        let (pos, neg) = sr.split_at_mut(k);
+        for i in (0..body).step_by(16) {
+            // SAFETY: i + 16 <= body <= k, the length of xr, pos and neg.
+            unsafe {
+                let v = v128_load(xr.as_ptr().add(i) as *const v128);
+                v128_store(pos.as_mut_ptr().add(i) as *mut v128, i8x16_max(v, zero));
+                v128_store(
+                    neg.as_mut_ptr().add(i) as *mut v128,
+                    i8x16_max(i8x16_neg(v), zero),
+                );
+            }
+        }
+        for i in body..k {
+            (pos[i], neg[i]) = (xr[i].max(0), (-xr[i]).max(0));
+        }
+    }
+    gemm_i8_with(&split, 2 * k, m, k, w, w_row, out, |wp, sp| {
+        let (mut acc_p, mut acc_n) = (i32x4_splat(0), i32x4_splat(0));
+        // SAFETY: the tiling hands a weight row with k readable bytes and a split row of 2k.
+        unsafe {
+            for i in (0..body).step_by(16) {
+                let wv = v128_load(wp.add(i) as *const v128);
+                acc_p = i32x4_relaxed_dot_i8x16_i7x16_add(
+                    wv,
+                    v128_load(sp.add(i) as *const v128),
+                    acc_p,
+                );
+                acc_n = i32x4_relaxed_dot_i8x16_i7x16_add(
+                    wv,
+                    v128_load(sp.add(k + i) as *const v128),
+                    acc_n,
+                );
+            }
+            let tail = (body..k)
+                .map(|i| *wp.add(i) as i32 * (*sp.add(i) as i32 - *sp.add(k + i) as i32))
+                .sum();
+            (i32x4_sub(acc_p, acc_n), tail)
+        }
     })
 }

@@ -124,3 +124,23 @@ pub(crate) fn k_rows_one_by_one(
         }
     }
 }
+
+/// `out[r·n + o] = Σ_j w_o[j] · x_r[j]` for the `m = x.len() / k` activation rows of `x`
+/// against `n = out.len() / m` weight rows of `w`, each `w_row ≥ k` bytes apart (Tesseract's
+/// matrices carry their bias after the `k` weights). Exact i32 sums: the reference for the
+/// tiled SIMD versions, which must return the same integers.
+pub fn gemm_i8(x: &[i8], k: usize, w: &[i8], w_row: usize, out: &mut [i32]) {
+    if k == 0 {
+        // Every sum is empty (the row count is not even known).
+        out.fill(0);
+        return;
+    }
+    let m = x.len() / k;
+    let n = out.len() / m.max(1);
+    for (r, xr) in x.chunks_exact(k).take(m).enumerate() {
+        for o in 0..n {
+            let wr = &w[o * w_row..o * w_row + k];
+            out[r * n + o] = wr.iter().zip(xr).map(|(&a, &b)| a as i32 * b as i32).sum();
+        }
+    }
+}

@@ -856,3 +856,103 @@ unsafe fn q8_0_w4(
         x,
     );
 }
+
+/// Σ a·b over `k` bytes from `a` and `b` as four i32 lanes of partial sums (the SIMD body) plus
+/// the scalar tail's sum.
+///
+/// # Safety
+/// `a` and `b` must point at `k` readable bytes.
+#[inline(always)]
+unsafe fn dot_i8_body(a: *const i8, b: *const i8, k: usize) -> (v128, i32) {
+    let mut acc = i32x4_splat(0);
+    let body = k / 16 * 16;
+    for i in (0..body).step_by(16) {
+        acc = i32x4_add(
+            acc,
+            dot_i8x16(
+                v128_load(a.add(i) as *const v128),
+                v128_load(b.add(i) as *const v128),
+            ),
+        );
+    }
+    let tail = (body..k).map(|i| *a.add(i) as i32 * *b.add(i) as i32).sum();
+    (acc, tail)
+}
+
+/// `gemm_i8` (see the scalar twin; same integers): four activation rows against one weight row
+/// per tile when there are at least four rows, else four weight rows against one activation row.
+pub fn gemm_i8(x: &[i8], k: usize, w: &[i8], w_row: usize, out: &mut [i32]) {
+    if k == 0 {
+        out.fill(0);
+        return;
+    }
+    let m = x.len() / k;
+    // SAFETY: `gemm_i8_with` hands the dot row starts with k readable bytes.
+    gemm_i8_with(x, k, m, k, w, w_row, out, |a, b| unsafe {
+        dot_i8_body(a, b, k)
+    })
+}
+
+/// The tiling of `gemm_i8` around `dot(weight_row, activation_row)`, which returns four partial
+/// lanes and a tail sum: `m` activation rows `x_row` bytes apart (the relaxed build passes its
+/// sign-split rows, `2k` bytes each), `k` weights per row.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_i8_with(
+    x: &[i8],
+    x_row: usize,
+    m: usize,
+    k: usize,
+    w: &[i8],
+    w_row: usize,
+    out: &mut [i32],
+    dot: impl Fn(*const i8, *const i8) -> (v128, i32),
+) {
+    let n = out.len() / m.max(1);
+    if k == 0 || m == 0 || n == 0 {
+        out.iter_mut().for_each(|v| *v = 0);
+        return;
+    }
+    assert!(x.len() >= (m - 1) * x_row + k && w.len() >= (n - 1) * w_row + k && w_row >= k);
+    let (xp, wp) = (x.as_ptr(), w.as_ptr());
+    let sum4 = |d: [(v128, i32); 4]| {
+        let v = hsum4_i32(d[0].0, d[1].0, d[2].0, d[3].0);
+        [
+            i32x4_extract_lane::<0>(v) + d[0].1,
+            i32x4_extract_lane::<1>(v) + d[1].1,
+            i32x4_extract_lane::<2>(v) + d[2].1,
+            i32x4_extract_lane::<3>(v) + d[3].1,
+        ]
+    };
+    let one = |d: (v128, i32)| i32x4_extract_lane::<0>(hsum4_i32(d.0, d.0, d.0, d.0)) + d.1;
+    // SAFETY (every pointer below): rows r < m of x and o < n of w lie inside the slices, as the
+    // assert above checks, and each dot reads k bytes from a row start.
+    if m >= 4 {
+        for o in 0..n {
+            let wo = unsafe { wp.add(o * w_row) };
+            let mut r = 0;
+            while r + 4 <= m {
+                let s = sum4([0, 1, 2, 3].map(|i| dot(wo, unsafe { xp.add((r + i) * x_row) })));
+                for (i, v) in s.into_iter().enumerate() {
+                    out[(r + i) * n + o] = v;
+                }
+                r += 4;
+            }
+            for r in r..m {
+                out[r * n + o] = one(dot(wo, unsafe { xp.add(r * x_row) }));
+            }
+        }
+    } else {
+        for r in 0..m {
+            let xr = unsafe { xp.add(r * x_row) };
+            let mut o = 0;
+            while o + 4 <= n {
+                let s = sum4([0, 1, 2, 3].map(|i| dot(unsafe { wp.add((o + i) * w_row) }, xr)));
+                out[r * n + o..r * n + o + 4].copy_from_slice(&s);
+                o += 4;
+            }
+            for o in o..n {
+                out[r * n + o] = one(dot(unsafe { wp.add(o * w_row) }, xr));
+            }
+        }
+    }
+}

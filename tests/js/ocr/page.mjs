@@ -54,6 +54,10 @@ async function run() {
   }
   const ms = performance.now() - t0;
   const first = await ocr.recognizeLine(images[0]);
+  const firstUrl = `/tests/fixtures/ocr/${lines[0].image}`;
+  const fromBlob = (await ocr.recognizeLine(await (await fetch(firstUrl)).blob())).text;
+  const bitmap = await createImageBitmap(await (await fetch(firstUrl)).blob());
+  const fromBitmap = (await ocr.recognizeLine(bitmap)).text;
   const grey = { width: images[0].width, height: images[0].height, data: images[0].data.filter((_, i) => i % 4 === 0) };
   const flat = images.filter((_, i) => lines[i].angle === 0).slice(0, 6);
   const page = await ocr.recognize(stack(flat));
@@ -62,6 +66,7 @@ async function run() {
     shortData: await codeOf(ocr.recognizeLine({ width: 10, height: 10, data: new Uint8Array(99) })),
     zeroWidth: await codeOf(ocr.recognizeLine({ width: 0, height: 10, data: new Uint8Array(0) })),
     floatData: await codeOf(ocr.recognizeLine({ width: 2, height: 2, data: new Float32Array(16) })),
+    badBlob: await codeOf(ocr.recognizeLine(new Blob([new Uint8Array([1, 2, 3])], { type: "image/png" }))),
     tiny: await codeOf(ocr.recognizeLine({ width: 2, height: 2, data: new Uint8Array([0, 255, 255, 255]) })),
     badModelAfterLoad: await codeOf(ocr.loadModel(new Uint8Array(64))),
     afterBadModel: await codeOf(ocr.recognizeLine(images[0])),
@@ -71,7 +76,7 @@ async function run() {
   await ocr.dispose();
   misuse.afterDispose = await codeOf(ocr.recognizeLine(images[0]));
   return {
-    info, texts, ms, first, again, page: page.lines.map((l) => l.text),
+    info, texts, ms, first, again, fromBlob, fromBitmap, bitmapClosed: bitmap.width === 0, page: page.lines.map((l) => l.text),
     alone: flat.map((img) => texts[images.indexOf(img)]),
     grey: (await (async () => {
       const o = await createOcr({ build });
