@@ -12,10 +12,12 @@ const TABLE_SIZE: usize = 4096;
 const STEPS_PER_UNIT: f32 = 256.0;
 
 /// `f(i / 256)` for `i < 4096`, computed in f64 and stored as f32 — as Tesseract's generated
-/// tables are. Fixed-size, so the interpolation's reads need no bounds checks.
+/// tables are — each entry paired with the step to the next one (`t[i + 1] - t[i]`, the f32
+/// subtraction the interpolation would do), so an interpolation reads one 8-byte pair.
+/// Fixed-size, so the reads need no bounds checks.
 pub(crate) struct Tables {
-    tanh: Box<[f32; TABLE_SIZE]>,
-    logistic: Box<[f32; TABLE_SIZE]>,
+    tanh: Box<[[f32; 2]; TABLE_SIZE]>,
+    logistic: Box<[[f32; 2]; TABLE_SIZE]>,
 }
 
 /// The tables, built on first use. Hot loops fetch them once and call [`Tables::tanh`] /
@@ -24,21 +26,31 @@ pub(crate) fn tables() -> &'static Tables {
     static T: OnceLock<Tables> = OnceLock::new();
     T.get_or_init(|| {
         let at = |i: usize| i as f64 / STEPS_PER_UNIT as f64;
-        let (mut tanh, mut logistic) = (
-            Box::new([0.0f32; TABLE_SIZE]),
-            Box::new([0.0f32; TABLE_SIZE]),
-        );
-        for i in 0..TABLE_SIZE {
-            tanh[i] = at(i).tanh() as f32;
-            logistic[i] = (1.0 / (1.0 + (-at(i)).exp())) as f32;
+        let pairs = |f: &dyn Fn(f64) -> f64| {
+            let v: Vec<f32> = (0..TABLE_SIZE).map(|i| f(at(i)) as f32).collect();
+            let mut t = Box::new([[0.0f32; 2]; TABLE_SIZE]);
+            for i in 0..TABLE_SIZE {
+                t[i] = [
+                    v[i],
+                    if i + 1 < TABLE_SIZE {
+                        v[i + 1] - v[i]
+                    } else {
+                        0.0
+                    },
+                ];
+            }
+            t
+        };
+        Tables {
+            tanh: pairs(&|x| x.tanh()),
+            logistic: pairs(&|x| 1.0 / (1.0 + (-x).exp())),
         }
-        Tables { tanh, logistic }
     })
 }
 
 /// Interpolates `table` at `x ≥ 0`; 1 past the table's end, NaN stays NaN.
 #[inline(always)]
-fn interpolate(table: &[f32; TABLE_SIZE], x: f32) -> f32 {
+fn interpolate(table: &[[f32; 2]; TABLE_SIZE], x: f32) -> f32 {
     let x = x * STEPS_PER_UNIT;
     if x.is_nan() {
         return x;
@@ -47,8 +59,8 @@ fn interpolate(table: &[f32; TABLE_SIZE], x: f32) -> f32 {
     if index >= TABLE_SIZE - 1 {
         return 1.0;
     }
-    let (a, b) = (table[index], table[index + 1]);
-    a + (b - a) * (x - index as f32)
+    let [a, step] = table[index];
+    a + step * (x - index as f32)
 }
 
 impl Tables {
@@ -74,12 +86,13 @@ impl Tables {
 }
 
 /// Four-lane twins of [`Tables::tanh`] and [`Tables::logistic`]: the same f32 operations per
-/// lane (the table reads are scalar), so the same bits for finite inputs; a NaN stays NaN.
+/// lane (each lane's pair is one 8-byte load), so the same bits for finite inputs; a NaN stays
+/// NaN.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 impl Tables {
     #[inline(always)]
     fn interpolate4(
-        table: &[f32; TABLE_SIZE],
+        table: &[[f32; 2]; TABLE_SIZE],
         x: core::arch::wasm32::v128,
     ) -> core::arch::wasm32::v128 {
         use core::arch::wasm32::*;
@@ -87,22 +100,25 @@ impl Tables {
         let index = u32x4_trunc_sat_f32x4(xs);
         let past_end = u32x4_ge(index, u32x4_splat(TABLE_SIZE as u32 - 1));
         let at = u32x4_min(index, u32x4_splat(TABLE_SIZE as u32 - 2));
-        let i = [
-            u32x4_extract_lane::<0>(at) as usize,
-            u32x4_extract_lane::<1>(at) as usize,
-            u32x4_extract_lane::<2>(at) as usize,
-            u32x4_extract_lane::<3>(at) as usize,
-        ];
-        let a = f32x4(table[i[0]], table[i[1]], table[i[2]], table[i[3]]);
-        let b = f32x4(
-            table[i[0] + 1],
-            table[i[1] + 1],
-            table[i[2] + 1],
-            table[i[3] + 1],
-        );
+        let pair = |lane: u32| table[lane as usize].as_ptr() as *const u64;
+        // SAFETY: `at` < TABLE_SIZE - 1, so every pair read is inside the table.
+        let (p01, p23) = unsafe {
+            (
+                v128_load64_lane::<1>(
+                    v128_load64_zero(pair(u32x4_extract_lane::<0>(at))),
+                    pair(u32x4_extract_lane::<1>(at)),
+                ),
+                v128_load64_lane::<1>(
+                    v128_load64_zero(pair(u32x4_extract_lane::<2>(at))),
+                    pair(u32x4_extract_lane::<3>(at)),
+                ),
+            )
+        };
+        let a = i32x4_shuffle::<0, 2, 4, 6>(p01, p23);
+        let step = i32x4_shuffle::<1, 3, 5, 7>(p01, p23);
         let r = f32x4_add(
             a,
-            f32x4_mul(f32x4_sub(b, a), f32x4_sub(xs, f32x4_convert_u32x4(index))),
+            f32x4_mul(step, f32x4_sub(xs, f32x4_convert_u32x4(index))),
         );
         v128_bitselect(f32x4_splat(1.0), r, past_end)
     }
@@ -124,6 +140,27 @@ impl Tables {
     }
 }
 
+/// `y = f(x)` four at a time (`f` = tanh or the logistic) in SIMD128 builds; returns how many.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn apply4(t: &Tables, tanh: bool, x: &[f32], y: &mut [f32]) -> usize {
+    use core::arch::wasm32::*;
+    let n = x.len().min(y.len()) / 4 * 4;
+    for i in (0..n).step_by(4) {
+        // SAFETY: i + 4 <= n, within both slices.
+        unsafe {
+            let v = v128_load(x.as_ptr().add(i) as *const v128);
+            let r = if tanh { t.tanh4(v) } else { t.logistic4(v) };
+            v128_store(y.as_mut_ptr().add(i) as *mut v128, r);
+        }
+    }
+    n
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn apply4(_: &Tables, _: bool, _: &[f32], _: &mut [f32]) -> usize {
+    0
+}
+
 /// Tesseract's `Tanh`: odd, through the table.
 pub fn tanh_lut(x: f32) -> f32 {
     tables().tanh(x)
@@ -135,12 +172,13 @@ pub fn logistic_lut(x: f32) -> f32 {
 }
 
 impl Tensor {
-    fn lut_op(&self, op: &'static str, f: fn(&Tables, f32) -> f32) -> Result<Tensor> {
+    fn lut_op(&self, op: &'static str, tanh: bool) -> Result<Tensor> {
         let a = self.f32_storage(op)?;
         let t = tables();
         let out = self.map_rows(a, |x, y: &mut [f32]| {
-            for (y, &v) in y.iter_mut().zip(x) {
-                *y = f(t, v);
+            let done = apply4(t, tanh, x, y);
+            for (y, &v) in y[done..].iter_mut().zip(&x[done..]) {
+                *y = if tanh { t.tanh(v) } else { t.logistic(v) };
             }
         })?;
         Ok(Tensor::new_f32(out, self.shape().clone()))
@@ -148,12 +186,12 @@ impl Tensor {
 
     /// `tanh` as Tesseract computes it (see [`tanh_lut`]).
     pub fn tanh_lut(&self) -> Result<Tensor> {
-        self.lut_op("tanh_lut", Tables::tanh)
+        self.lut_op("tanh_lut", true)
     }
 
     /// The logistic function as Tesseract computes it (see [`logistic_lut`]).
     pub fn logistic_lut(&self) -> Result<Tensor> {
-        self.lut_op("logistic_lut", Tables::logistic)
+        self.lut_op("logistic_lut", false)
     }
 
     /// One LSTM step the way Tesseract's `LSTM::Forward` does it, from the four gates'
