@@ -7,8 +7,8 @@
 use core::arch::wasm32::*;
 
 use super::simd128::{
-    dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16, q8_0_row1_with, Q4_BYTES,
-    Q8_BYTES,
+    dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16, q8_0_row1_with, I8Dot,
+    Q4_BYTES, Q8_BYTES,
 };
 use crate::quant::act::Q8Act;
 
@@ -107,27 +107,35 @@ pub fn gemm_i8(x: &[i8], k: usize, w: &[i8], w_row: usize, out: &mut [i32]) {
             (pos[i], neg[i]) = (xr[i].max(0), (-xr[i]).max(0));
         }
     }
-    gemm_i8_with(&split, 2 * k, m, k, w, w_row, out, |wp, sp| {
-        let (mut acc_p, mut acc_n) = (i32x4_splat(0), i32x4_splat(0));
-        // SAFETY: the tiling hands a weight row with k readable bytes and a split row of 2k.
-        unsafe {
-            for i in (0..body).step_by(16) {
-                let wv = v128_load(wp.add(i) as *const v128);
-                acc_p = i32x4_relaxed_dot_i8x16_i7x16_add(
-                    wv,
-                    v128_load(sp.add(i) as *const v128),
-                    acc_p,
-                );
-                acc_n = i32x4_relaxed_dot_i8x16_i7x16_add(
-                    wv,
-                    v128_load(sp.add(k + i) as *const v128),
-                    acc_n,
-                );
-            }
-            let tail = (body..k)
-                .map(|i| *wp.add(i) as i32 * (*sp.add(i) as i32 - *sp.add(k + i) as i32))
-                .sum();
-            (i32x4_sub(acc_p, acc_n), tail)
-        }
-    })
+    gemm_i8_with(&Split { k }, &split, 2 * k, m, k, w, w_row, out)
+}
+
+/// The relaxed dot over a sign-split activation row: `x⁺` at `i`, `x⁻` at `k + i`.
+struct Split {
+    k: usize,
+}
+
+impl I8Dot for Split {
+    #[inline(always)]
+    unsafe fn load_x(&self, x: *const i8, i: usize) -> (v128, v128) {
+        (
+            v128_load(x.add(i) as *const v128),
+            v128_load(x.add(self.k + i) as *const v128),
+        )
+    }
+    #[inline(always)]
+    fn step(&self, acc: (v128, v128), wv: v128, xv: (v128, v128)) -> (v128, v128) {
+        (
+            i32x4_relaxed_dot_i8x16_i7x16_add(wv, xv.0, acc.0),
+            i32x4_relaxed_dot_i8x16_i7x16_add(wv, xv.1, acc.1),
+        )
+    }
+    #[inline(always)]
+    fn finish(&self, acc: (v128, v128)) -> v128 {
+        i32x4_sub(acc.0, acc.1)
+    }
+    #[inline(always)]
+    unsafe fn tail(&self, w: *const i8, x: *const i8, i: usize) -> i32 {
+        *w.add(i) as i32 * (*x.add(i) as i32 - *x.add(self.k + i) as i32)
+    }
 }

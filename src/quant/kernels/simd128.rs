@@ -857,26 +857,47 @@ unsafe fn q8_0_w4(
     );
 }
 
-/// Σ a·b over `k` bytes from `a` and `b` as four i32 lanes of partial sums (the SIMD body) plus
-/// the scalar tail's sum.
-///
-/// # Safety
-/// `a` and `b` must point at `k` readable bytes.
-#[inline(always)]
-unsafe fn dot_i8_body(a: *const i8, b: *const i8, k: usize) -> (v128, i32) {
-    let mut acc = i32x4_splat(0);
-    let body = k / 16 * 16;
-    for i in (0..body).step_by(16) {
-        acc = i32x4_add(
-            acc,
-            dot_i8x16(
-                v128_load(a.add(i) as *const v128),
-                v128_load(b.add(i) as *const v128),
-            ),
-        );
+/// How one build's int8 GEMM multiplies sixteen weight bytes into an activation row: plain
+/// SIMD128 reads the row's bytes, the relaxed build its sign-split halves (`x⁺` at `i`, `x⁻`
+/// at `k + i`). Accumulators are pairs so both fit one tiling.
+pub(crate) trait I8Dot {
+    /// The activation row's vector(s) for bytes `i..i + 16`.
+    ///
+    /// # Safety
+    /// The activation row at `x` must hold the bytes the build reads at `i`.
+    unsafe fn load_x(&self, x: *const i8, i: usize) -> (v128, v128);
+    /// Adds `wv · x` (as loaded by `load_x`) into `acc`.
+    fn step(&self, acc: (v128, v128), wv: v128, xv: (v128, v128)) -> (v128, v128);
+    /// The four partial sums of a finished accumulator.
+    fn finish(&self, acc: (v128, v128)) -> v128;
+    /// `w[i] · x[i]` for a tail byte.
+    ///
+    /// # Safety
+    /// As for `load_x`, one byte.
+    unsafe fn tail(&self, w: *const i8, x: *const i8, i: usize) -> i32;
+}
+
+/// The plain SIMD128 dot over the activation bytes themselves.
+struct Plain;
+
+impl I8Dot for Plain {
+    #[inline(always)]
+    unsafe fn load_x(&self, x: *const i8, i: usize) -> (v128, v128) {
+        let v = v128_load(x.add(i) as *const v128);
+        (v, v)
     }
-    let tail = (body..k).map(|i| *a.add(i) as i32 * *b.add(i) as i32).sum();
-    (acc, tail)
+    #[inline(always)]
+    fn step(&self, acc: (v128, v128), wv: v128, xv: (v128, v128)) -> (v128, v128) {
+        (i32x4_add(acc.0, dot_i8x16(wv, xv.0)), acc.1)
+    }
+    #[inline(always)]
+    fn finish(&self, acc: (v128, v128)) -> v128 {
+        acc.0
+    }
+    #[inline(always)]
+    unsafe fn tail(&self, w: *const i8, x: *const i8, i: usize) -> i32 {
+        *w.add(i) as i32 * *x.add(i) as i32
+    }
 }
 
 /// `gemm_i8` (see the scalar twin; same integers): four activation rows against one weight row
@@ -887,17 +908,15 @@ pub fn gemm_i8(x: &[i8], k: usize, w: &[i8], w_row: usize, out: &mut [i32]) {
         return;
     }
     let m = x.len() / k;
-    // SAFETY: `gemm_i8_with` hands the dot row starts with k readable bytes.
-    gemm_i8_with(x, k, m, k, w, w_row, out, |a, b| unsafe {
-        dot_i8_body(a, b, k)
-    })
+    gemm_i8_with(&Plain, x, k, m, k, w, w_row, out)
 }
 
-/// The tiling of `gemm_i8` around `dot(weight_row, activation_row)`, which returns four partial
-/// lanes and a tail sum: `m` activation rows `x_row` bytes apart (the relaxed build passes its
-/// sign-split rows, `2k` bytes each), `k` weights per row.
+/// The tiling of `gemm_i8` around a build's [`I8Dot`]: `m` activation rows `x_row` bytes
+/// apart (the relaxed build passes its sign-split rows, `2k` bytes each), `k` weights per row.
+/// Each tile walks `k` once for four dots that share one row.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn gemm_i8_with(
+pub(crate) fn gemm_i8_with<D: I8Dot>(
+    d: &D,
     x: &[i8],
     x_row: usize,
     m: usize,
@@ -905,7 +924,6 @@ pub(crate) fn gemm_i8_with(
     w: &[i8],
     w_row: usize,
     out: &mut [i32],
-    dot: impl Fn(*const i8, *const i8) -> (v128, i32),
 ) {
     let n = out.len() / m.max(1);
     if k == 0 || m == 0 || n == 0 {
@@ -913,45 +931,98 @@ pub(crate) fn gemm_i8_with(
         return;
     }
     assert!(x.len() >= (m - 1) * x_row + k && w.len() >= (n - 1) * w_row + k && w_row >= k);
-    let (xp, wp) = (x.as_ptr(), w.as_ptr());
-    let sum4 = |d: [(v128, i32); 4]| {
-        let v = hsum4_i32(d[0].0, d[1].0, d[2].0, d[3].0);
-        [
-            i32x4_extract_lane::<0>(v) + d[0].1,
-            i32x4_extract_lane::<1>(v) + d[1].1,
-            i32x4_extract_lane::<2>(v) + d[2].1,
-            i32x4_extract_lane::<3>(v) + d[3].1,
-        ]
-    };
-    let one = |d: (v128, i32)| i32x4_extract_lane::<0>(hsum4_i32(d.0, d.0, d.0, d.0)) + d.1;
+    let body = k / 16 * 16;
+    let zero = (i32x4_splat(0), i32x4_splat(0));
     // SAFETY (every pointer below): rows r < m of x and o < n of w lie inside the slices, as the
-    // assert above checks, and each dot reads k bytes from a row start.
+    // assert above checks, and each dot reads its row's k bytes (the dot's own layout).
+    let sums = |acc: [(v128, v128); 4], ws: [*const i8; 4], xs: [*const i8; 4]| -> [i32; 4] {
+        let v = hsum4_i32(
+            d.finish(acc[0]),
+            d.finish(acc[1]),
+            d.finish(acc[2]),
+            d.finish(acc[3]),
+        );
+        let lanes = [
+            i32x4_extract_lane::<0>(v),
+            i32x4_extract_lane::<1>(v),
+            i32x4_extract_lane::<2>(v),
+            i32x4_extract_lane::<3>(v),
+        ];
+        let mut out = [0; 4];
+        for j in 0..4 {
+            out[j] = lanes[j]
+                + (body..k)
+                    .map(|i| unsafe { d.tail(ws[j], xs[j], i) })
+                    .sum::<i32>();
+        }
+        out
+    };
+    // One weight row against four activation rows: each weight vector loaded once.
+    let w_shared = |wo: *const i8, xs: [*const i8; 4]| {
+        let mut acc = [zero; 4];
+        for i in (0..body).step_by(16) {
+            let wv = unsafe { v128_load(wo.add(i) as *const v128) };
+            for j in 0..4 {
+                acc[j] = d.step(acc[j], wv, unsafe { d.load_x(xs[j], i) });
+            }
+        }
+        sums(acc, [wo; 4], xs)
+    };
+    // Four weight rows against one activation row: each activation vector loaded once.
+    let x_shared = |ws: [*const i8; 4], xr: *const i8| {
+        let mut acc = [zero; 4];
+        for i in (0..body).step_by(16) {
+            let xv = unsafe { d.load_x(xr, i) };
+            for j in 0..4 {
+                acc[j] = d.step(
+                    acc[j],
+                    unsafe { v128_load(ws[j].add(i) as *const v128) },
+                    xv,
+                );
+            }
+        }
+        sums(acc, ws, [xr; 4])
+    };
+    let one = |wo: *const i8, xr: *const i8| {
+        let mut acc = zero;
+        for i in (0..body).step_by(16) {
+            acc = d.step(
+                acc,
+                unsafe { v128_load(wo.add(i) as *const v128) },
+                unsafe { d.load_x(xr, i) },
+            );
+        }
+        let v = d.finish(acc);
+        i32x4_extract_lane::<0>(hsum4_i32(v, v, v, v))
+            + (body..k).map(|i| unsafe { d.tail(wo, xr, i) }).sum::<i32>()
+    };
+    let (xp, wp) = (x.as_ptr(), w.as_ptr());
+    let xrow = |r: usize| unsafe { xp.add(r * x_row) };
+    let wrow = |o: usize| unsafe { wp.add(o * w_row) };
     if m >= 4 {
         for o in 0..n {
-            let wo = unsafe { wp.add(o * w_row) };
             let mut r = 0;
             while r + 4 <= m {
-                let s = sum4([0, 1, 2, 3].map(|i| dot(wo, unsafe { xp.add((r + i) * x_row) })));
+                let s = w_shared(wrow(o), [xrow(r), xrow(r + 1), xrow(r + 2), xrow(r + 3)]);
                 for (i, v) in s.into_iter().enumerate() {
                     out[(r + i) * n + o] = v;
                 }
                 r += 4;
             }
             for r in r..m {
-                out[r * n + o] = one(dot(wo, unsafe { xp.add(r * x_row) }));
+                out[r * n + o] = one(wrow(o), xrow(r));
             }
         }
     } else {
         for r in 0..m {
-            let xr = unsafe { xp.add(r * x_row) };
             let mut o = 0;
             while o + 4 <= n {
-                let s = sum4([0, 1, 2, 3].map(|i| dot(unsafe { wp.add((o + i) * w_row) }, xr)));
+                let s = x_shared([wrow(o), wrow(o + 1), wrow(o + 2), wrow(o + 3)], xrow(r));
                 out[r * n + o..r * n + o + 4].copy_from_slice(&s);
                 o += 4;
             }
             for o in o..n {
-                out[r * n + o] = one(dot(unsafe { wp.add(o * w_row) }, xr));
+                out[r * n + o] = one(wrow(o), xrow(r));
             }
         }
     }
