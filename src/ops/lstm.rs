@@ -162,11 +162,14 @@ fn cell_update4(
                 state = f32x4_max(f32x4_min(state, hi), lo);
                 v128_store(cp, state);
                 let out = f32x4_mul(lut.tanh4(state), lut.logistic4(ld(3)));
-                let mut q = [0.0f32; 4];
-                v128_store(q.as_mut_ptr() as *mut v128, out);
-                for (d, v) in h[j..j + 4].iter_mut().zip(q) {
-                    *d = quantize_unit(v);
-                }
+                // `quantize_unit` per lane: round |x·127| half up in f32, restore the sign,
+                // clamp to ±127 (NaN truncates to 0, as the scalar cast does).
+                let x = f32x4_mul(out, f32x4_splat(127.0));
+                let r = i32x4_trunc_sat_f32x4(f32x4_add(f32x4_abs(x), f32x4_splat(0.5)));
+                let r = v128_bitselect(i32x4_neg(r), r, f32x4_lt(x, f32x4_splat(0.0)));
+                let r = i32x4_max(i32x4_min(r, i32x4_splat(127)), i32x4_splat(-127));
+                let b = i8x16_narrow_i16x8(i16x8_narrow_i32x4(r, r), i16x8_narrow_i32x4(r, r));
+                v128_store32_lane::<0>(b, h.as_mut_ptr().add(j) as *mut u32);
             }
             j += 4;
         }

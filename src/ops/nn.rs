@@ -158,6 +158,16 @@ impl Tensor {
 trait Pixel: crate::storage::Element + Default + PartialOrd {
     /// A border value from the caller's `f64`.
     fn from_f64(v: f64) -> Self;
+
+    /// `dst = max(dst, src)` elementwise (the first of equal values kept).
+    #[inline]
+    fn max_into(dst: &mut [Self], src: &[Self]) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            if s > *d {
+                *d = s;
+            }
+        }
+    }
 }
 
 impl Pixel for f32 {
@@ -171,6 +181,38 @@ impl Pixel for i8 {
     fn from_f64(v: f64) -> Self {
         v.round().clamp(-128.0, 127.0) as i8
     }
+
+    /// Sixteen channels at a time in SIMD128 builds (integer max: the same values).
+    #[inline]
+    fn max_into(dst: &mut [i8], src: &[i8]) {
+        let n = dst.len().min(src.len());
+        for j in max_i8x16(&mut dst[..n], &src[..n])..n {
+            dst[j] = dst[j].max(src[j]);
+        }
+    }
+}
+
+/// `dst = max(dst, src)` over whole vectors of sixteen; returns how many bytes it did.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn max_i8x16(dst: &mut [i8], src: &[i8]) -> usize {
+    use core::arch::wasm32::*;
+    let n = dst.len().min(src.len()) / 16 * 16;
+    for i in (0..n).step_by(16) {
+        // SAFETY: i + 16 <= n, within both slices.
+        unsafe {
+            let d = dst.as_mut_ptr().add(i) as *mut v128;
+            v128_store(
+                d,
+                i8x16_max(v128_load(d), v128_load(src.as_ptr().add(i) as *const v128)),
+            );
+        }
+    }
+    n
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn max_i8x16(_: &mut [i8], _: &[i8]) -> usize {
+    0
 }
 
 impl Tensor {
@@ -230,6 +272,7 @@ impl Tensor {
                     for dy in 0..kh {
                         let sy = (y + dy).checked_sub(half_h).filter(|&v| v < h);
                         match (sy, sx) {
+                            (Some(sy), Some(sx)) if c == 1 => out[o] = x[sy * w + sx],
                             (Some(sy), Some(sx)) => {
                                 let at = (sy * w + sx) * c;
                                 out[o..o + c].copy_from_slice(&x[at..at + c]);
@@ -281,11 +324,7 @@ impl Tensor {
                 for y in oy * kh..(oy + 1) * kh {
                     for xx in ox * kw..(ox + 1) * kw {
                         let src = &x[(y * w + xx) * c..(y * w + xx + 1) * c];
-                        for (d, &s) in dst.iter_mut().zip(src) {
-                            if s > *d {
-                                *d = s;
-                            }
-                        }
+                        T::max_into(dst, src);
                     }
                 }
             }
