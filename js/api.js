@@ -324,6 +324,9 @@ function bindNew(raw) {
       return inner.call(this, img.data, img.width, img.height);
     };
   }
+  for (const name of ["recognizeLinePng", "recognizePng"]) {
+    OcrModel.prototype[name] = method(OcrModel, raw.OcrModel, name, ["bytes"], text);
+  }
   defineGetters(OcrModel, ["info"]);
 
   // ---------------------------------------------------------------- ModelLoader

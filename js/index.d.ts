@@ -74,6 +74,9 @@ export declare class OcrModel {
   recognizeLine(image: OcrImage): OcrLine;
   /** Reads a simple page: one column of horizontal lines on a plain background. */
   recognize(image: OcrImage): OcrPage;
+  /** `recognizeLine` / `recognize` of PNG bytes, decoded in wasm. */
+  recognizeLinePng(png: Uint8Array | ArrayBuffer): OcrLine;
+  recognizePng(png: Uint8Array | ArrayBuffer): OcrPage;
   free(): void;
 }
 export interface OcrInfo extends Partial<OcrModelInfo> { build: string; memoryBytes?: number; }

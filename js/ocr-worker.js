@@ -41,7 +41,8 @@ async function readAll(stream, total, id, signal) {
   return bytes;
 }
 
-/** One canvas for decoding, reused: an image's pixels as RGBA. */
+/** One canvas for decoding, grown as needed and never shrunk (resizing reallocates its
+ * backing store): an image's pixels as RGBA. */
 let canvas = null;
 async function pixels({ blob, bitmap, width, height, data }) {
   if (!blob && !bitmap) return { width, height, data };
@@ -52,16 +53,27 @@ async function pixels({ blob, bitmap, width, height, data }) {
     throw codedError("InvalidImage", `the image could not be decoded: ${e.message}`);
   }
   try {
-    if (!canvas) canvas = new OffscreenCanvas(image.width, image.height);
-    canvas.width = image.width;
-    canvas.height = image.height;
+    const { width: w, height: h } = image;
+    if (!canvas || canvas.width < w || canvas.height < h) {
+      canvas = new OffscreenCanvas(Math.max(w, canvas?.width ?? 0), Math.max(h, canvas?.height ?? 0));
+    }
     const ctx = canvas.getContext("2d", { willReadFrequently: true });
+    ctx.clearRect(0, 0, w, h);
     ctx.drawImage(image, 0, 0);
-    const d = ctx.getImageData(0, 0, image.width, image.height);
-    return { width: d.width, height: d.height, data: d.data };
+    return { width: w, height: h, data: ctx.getImageData(0, 0, w, h).data };
   } finally {
     image.close();
   }
+}
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** A Blob's bytes when it is a PNG (decoded in wasm: no canvas and no RGBA buffer per image,
+ * which the garbage collector is slow to reclaim), else null. */
+async function pngBytes({ blob }) {
+  if (!blob || blob.size < 8) return null;
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  return PNG_SIGNATURE.every((b, i) => bytes[i] === b) ? bytes : null;
 }
 
 function requireModel() {
@@ -88,12 +100,14 @@ const handlers = {
 
   async recognizeLine(msg) {
     requireModel();
-    return model.recognizeLine(await pixels(msg));
+    const png = await pngBytes(msg);
+    return png ? model.recognizeLinePng(png) : model.recognizeLine(await pixels(msg));
   },
 
   async recognize(msg) {
     requireModel();
-    return model.recognize(await pixels(msg));
+    const png = await pngBytes(msg);
+    return png ? model.recognizePng(png) : model.recognize(await pixels(msg));
   },
 
   dispose() {

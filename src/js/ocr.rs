@@ -3,7 +3,7 @@
 //! `js/api.js`; results are plain objects.
 
 use super::model::set;
-use crate::ocr::{CharResult, GreyImage, LineResult, Recognizer};
+use crate::ocr::{CharResult, GreyImage, LineResult, PageResult, Recognizer};
 use crate::Error;
 use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
@@ -66,6 +66,14 @@ fn line_object(l: &LineResult) -> Object {
     o
 }
 
+fn page_object(page: &PageResult) -> Object {
+    let o = Object::new();
+    set(&o, "text", page.text.as_str().into());
+    let lines: Array = page.lines.iter().map(line_object).collect();
+    set(&o, "lines", lines.into());
+    o
+}
+
 #[wasm_bindgen(js_class = OcrModel)]
 impl JsOcrModel {
     /// Loads the LSTM recognizer of a `.traineddata` file (tessdata_fast / Debian models).
@@ -100,15 +108,24 @@ impl JsOcrModel {
         Ok(line_object(&self.recognizer.recognize_line(&img)?))
     }
 
+    /// Reads one line from PNG bytes, decoded here (no canvas, no RGBA copy in JavaScript).
+    #[wasm_bindgen(js_name = recognizeLinePng, unchecked_return_type = "OcrLine")]
+    pub fn recognize_line_png(&self, png: &[u8]) -> JsResult<Object> {
+        let img = GreyImage::from_png(png)?;
+        Ok(line_object(&self.recognizer.recognize_line(&img)?))
+    }
+
+    /// Reads a simple page from PNG bytes.
+    #[wasm_bindgen(js_name = recognizePng, unchecked_return_type = "OcrPage")]
+    pub fn recognize_png(&self, png: &[u8]) -> JsResult<Object> {
+        let img = GreyImage::from_png(png)?;
+        Ok(page_object(&self.recognizer.recognize_page(&img)?))
+    }
+
     /// Reads a simple page (one column of lines on a plain background).
     #[wasm_bindgen(unchecked_return_type = "OcrPage")]
     pub fn recognize(&self, data: &[u8], width: u32, height: u32) -> JsResult<Object> {
         let img = image(data, width, height)?;
-        let page = self.recognizer.recognize_page(&img)?;
-        let o = Object::new();
-        set(&o, "text", page.text.as_str().into());
-        let lines: Array = page.lines.iter().map(line_object).collect();
-        set(&o, "lines", lines.into());
-        Ok(o)
+        Ok(page_object(&self.recognizer.recognize_page(&img)?))
     }
 }
