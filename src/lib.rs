@@ -1,6 +1,7 @@
 //! # kopitiam-wasm
 //!
-//! A CPU tensor library for WebAssembly (and native) that runs quantized LLMs in the browser.
+//! A CPU tensor library for WebAssembly (and native) that runs quantized LLMs in the browser, and
+//! Tesseract's LSTM OCR models on the same tensors ([`ocr`]).
 //!
 //! A [`Tensor`] is an `Arc<`[`Storage`]`>` plus an element offset, a [`Shape`], strides and a
 //! [`DType`]. Views ([`Tensor::transpose`], [`Tensor::narrow`], [`Tensor::broadcast_to`],

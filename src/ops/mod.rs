@@ -5,6 +5,10 @@
 //! contiguous tensor, and rejects non-f32 input with [`crate::Error::DTypeMismatch`] (quantized
 //! input with [`crate::Error::QuantizedElementAccess`]). Rows that are contiguous go through the
 //! SIMD kernels in [`kernels`], which return the same bits as the plain loops they replace.
+//!
+//! The ops of Tesseract's recognizer work on its integer data as it does: `linear_i8` and
+//! `lstm_i8` on int8 activations (exact int32 sums through the int8 GEMM kernels),
+//! `quantize_unit_i8`, the table activations, and `im2col_hw` / `maxpool2d` / `flip` on i8 or f32.
 
 mod binary;
 mod index;
