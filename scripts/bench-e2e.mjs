@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { serve } from "./serve.mjs";
 import { launch } from "../tests/js/browser.mjs";
 import { writeSection } from "./bench-md.mjs";
-import { median, rendererPssKiB, settle, sleep } from "./bench-proc.mjs";
+import { emptyPagePssKiB, median, rendererPssKiB, settle } from "./bench-proc.mjs";
 import { PROMPT } from "./bench-e2e-prompt.mjs";
 
 const MAX_TOKENS = 64;
@@ -113,17 +113,7 @@ const runs = []; // { side, threads, i, ...normalised } or { side, threads, i, e
 let emptyKiB, cpu, cores;
 try {
   // The empty page, measured the same way: a blank page of the same (isolated) origin.
-  const blanks = [];
-  for (let i = 0; i < 3; i++) {
-    await settle();
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await page.goto(`${base}/www/bench/blank.html`);
-    await sleep(1000);
-    for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB());
-    await context.close();
-  }
-  emptyKiB = median(blanks);
+  emptyKiB = await emptyPagePssKiB(browser, base);
   console.log(`Chromium ${chromium}; empty page ${(emptyKiB / 1024).toFixed(1)} MiB PSS; GGUF ${(ggufBytes / 2 ** 20).toFixed(1)} MiB`);
 
   let wllamaFailures = 0;

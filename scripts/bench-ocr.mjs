@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { serve } from "./serve.mjs";
 import { launch } from "../tests/js/browser.mjs";
 import { writeSection } from "./bench-md.mjs";
-import { median, rendererPssKiB, settle, sleep } from "./bench-proc.mjs";
+import { emptyPagePssKiB, median, rendererPssKiB, settle } from "./bench-proc.mjs";
 
 const RUNS = Number(process.env.RUNS ?? 3);
 const MEM_RUNS = Number(process.env.MEM_RUNS ?? 1);
@@ -44,17 +44,7 @@ async function runOnce(side, memory) {
   }
 }
 
-const blanks = [];
-for (let i = 0; i < 3; i++) {
-  await settle();
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await page.goto(`${base}/www/bench/blank.html`);
-  await sleep(1000);
-  for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB());
-  await context.close();
-}
-const emptyKiB = median(blanks);
+const emptyKiB = await emptyPagePssKiB(browser, base);
 const runs = { ours: [], tesseractjs: [] };
 for (let i = 0; i < RUNS + MEM_RUNS; i++) {
   for (const side of SIDES) {

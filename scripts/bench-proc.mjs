@@ -59,3 +59,19 @@ export async function settle() {
   for (let i = 0; i < 50 && renderers().length > 0; i++) await sleep(100);
 }
 
+
+/** The empty page's renderer PSS (KiB): a blank page of the same origin, three fresh contexts,
+ * five samples each, the median — what the benchmarks subtract. */
+export async function emptyPagePssKiB(browser, base) {
+  const blanks = [];
+  for (let i = 0; i < 3; i++) {
+    await settle();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/www/bench/blank.html`);
+    await sleep(1000);
+    for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB());
+    await context.close();
+  }
+  return median(blanks);
+}

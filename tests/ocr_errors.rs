@@ -8,6 +8,9 @@
 //! native only; the browser's misuse cases are in tests/js/ocr.test.mjs.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
+use common::Rng;
 use kopitiam_wasm::ocr::{GreyImage, Recognizer};
 use kopitiam_wasm::Error;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -74,19 +77,9 @@ fn expect_invalid(bytes: &[u8], what: &str) {
     }
 }
 
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as u32
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
+/// `n` random bytes.
+fn bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
+    (0..n).map(|_| rng.next_u64() as u8).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -142,7 +135,7 @@ fn damaged_bytes_in_the_lstm_entry_never_panic() {
     let (start, end) = lstm_range(&bytes);
     let len = end - start;
     assert!(len > 100_000, "lstm entry {start}..{end}");
-    let mut rng = Lcg(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     let mut positions = Vec::new();
     // The entry's head (the network's first layer headers), one byte at a time.
     positions.extend(start..start + 120);
@@ -150,7 +143,7 @@ fn damaged_bytes_in_the_lstm_entry_never_panic() {
     positions.extend(end - 80..end);
     // The rest spread over the entry (each stride jittered).
     for i in 0..100 {
-        positions.push(start + (i * len) / 100 + rng.next() as usize % (len / 100));
+        positions.push(start + (i * len) / 100 + rng.next_u64() as usize % (len / 100));
     }
     positions.sort_unstable();
     positions.dedup();
@@ -277,19 +270,19 @@ fn foreign_files_are_invalid_traineddata() {
     )
     .unwrap();
     expect_invalid(&png, "a PNG file");
-    let mut rng = Lcg(99);
+    let mut rng = Rng::new(99);
     for n in [1usize, 4, 5, 200, 4096, 1 << 20] {
         for _ in 0..4 {
-            expect_invalid(&rng.bytes(n), &format!("{n} random bytes"));
+            expect_invalid(&bytes(&mut rng, n), &format!("{n} random bytes"));
         }
     }
     // A real table over random entries: must be refused, typed.
     let real = model();
     let (start, _) = lstm_range(real);
     for seed in 0..4 {
-        let mut rng = Lcg(1000 + seed);
+        let mut rng = Rng::new(1000 + seed);
         let mut b = real[..start].to_vec();
-        b.extend(rng.bytes(real.len() - start));
+        b.extend(bytes(&mut rng, real.len() - start));
         let r = catch_unwind(|| Recognizer::from_bytes(&b).map(drop));
         match r {
             Err(_) => panic!("real table, random entries (seed {seed}): panicked"),
@@ -408,14 +401,14 @@ fn from_png_on_garbage_is_invalid_image() {
     for cut in [8usize, 20, 33, 40, real.len() / 2, real.len() - 13] {
         cases.push((format!("cut at {cut}"), real[..cut].to_vec()));
     }
-    let mut rng = Lcg(7);
+    let mut rng = Rng::new(7);
     for i in 0..20 {
         let mut b = real.clone();
-        let at = 8 + rng.next() as usize % (real.len() - 8);
+        let at = 8 + rng.next_u64() as usize % (real.len() - 8);
         b[at] ^= 1 << (i % 8);
         cases.push((format!("bit flipped at {at}"), b));
-        let n = 1 + rng.next() as usize % 3000;
-        cases.push((format!("random {i}"), rng.bytes(n)));
+        let n = 1 + rng.next_u64() as usize % 3000;
+        cases.push((format!("random {i}"), bytes(&mut rng, n)));
     }
     for (what, bytes) in &cases {
         match catch_unwind(|| GreyImage::from_png(bytes)) {
@@ -487,7 +480,7 @@ fn an_all_white_line_reads_as_empty_text() {
 
 #[test]
 fn tiny_images_read_or_refuse_with_a_type() {
-    let mut rng = Lcg(13);
+    let mut rng = Rng::new(13);
     for (w, h) in [
         (1, 1),
         (2, 50),
@@ -510,7 +503,7 @@ fn tiny_images_read_or_refuse_with_a_type() {
                 "stripes",
                 (0..n).map(|i| if i % 2 == 0 { 0 } else { 255 }).collect(),
             ),
-            ("noise", rng.bytes(n)),
+            ("noise", bytes(&mut rng, n)),
         ];
         for (name, data) in patterns {
             let img = GreyImage::new(w, h, data).unwrap();
@@ -525,13 +518,13 @@ fn a_very_wide_thin_image_reads_or_refuses_with_a_type() {
     // Dark dashes of varying length on white in the middle row, a light top and bottom row.
     let mut data = vec![255u8; w * h];
     let mut x = 0;
-    let mut rng = Lcg(17);
+    let mut rng = Rng::new(17);
     while x < w {
-        let dash = 2 + rng.next() as usize % 9;
+        let dash = 2 + rng.next_u64() as usize % 9;
         for xx in x..(x + dash).min(w) {
             data[w + xx] = 0;
         }
-        x += dash + 3 + rng.next() as usize % 12;
+        x += dash + 3 + rng.next_u64() as usize % 12;
     }
     let img = GreyImage::new(w, h, data).unwrap();
     let r = recognizer();
