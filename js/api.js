@@ -329,42 +329,49 @@ function bindNew(raw) {
   }
   defineGetters(OcrModel, ["info"]);
 
-  // ---------------------------------------------------------------- ModelLoader
-  class ModelLoader {
-    /** `totalBytes`: the file size when known, for one exact allocation. */
-    constructor(totalBytes) {
-      const op = "ModelLoader";
-      let size;
+  // ---------------------------------------------------------------- ModelLoader, OcrModelLoader
+  /** A loader class over `RawLoader` whose `finish()` consumes it and returns a `Product`. */
+  function loaderClass(name, RawLoader, Product) {
+    const Loader = {
+      [name]: class {
+        /** `totalBytes`: the file size when known, for one exact allocation. */
+        constructor(totalBytes) {
+          let size;
+          try {
+            size = totalBytes === undefined || totalBytes === null
+              ? undefined
+              : check.integer(name, "totalBytes", totalBytes, 0, Number.MAX_SAFE_INTEGER);
+          } catch (e) {
+            throw fromArguments(name, e);
+          }
+          handles.set(this, enter(name, () => new RawLoader(size)));
+        }
+      },
+    }[name];
+    defineFree(Loader);
+    Loader.prototype.push = method(Loader, RawLoader, "push", ["chunk"], { chunk: check.bytes });
+    Loader.prototype.finish = function finish(...args) {
+      const op = `${name}.finish`;
+      let h;
       try {
-        size = totalBytes === undefined || totalBytes === null
-          ? undefined
-          : check.integer(op, "totalBytes", totalBytes, 0, Number.MAX_SAFE_INTEGER);
+        h = handle(op, "this", this, Loader);
+        convert(op, [], args, {});
       } catch (e) {
         throw fromArguments(op, e);
       }
-      handles.set(this, enter(op, () => new raw.ModelLoader(size)));
-    }
+      // finish() consumes the raw loader whether it succeeds or not.
+      release(this, "consumed by finish()");
+      return enter(op, () => wrap(Product, h.finish()));
+    };
+    defineGetters(Loader, ["loaded"]);
+    return Loader;
   }
-  defineFree(ModelLoader);
-  ModelLoader.prototype.push = method(ModelLoader, raw.ModelLoader, "push", ["chunk"], { chunk: check.bytes });
-  ModelLoader.prototype.finish = function finish(...args) {
-    const op = "ModelLoader.finish";
-    let h;
-    try {
-      h = handle(op, "this", this, ModelLoader);
-      convert(op, [], args, {});
-    } catch (e) {
-      throw fromArguments(op, e);
-    }
-    // finish() consumes the raw loader whether it succeeds or not.
-    release(this, "consumed by finish()");
-    return enter(op, () => wrap(Model, h.finish()));
-  };
-  defineGetters(ModelLoader, ["loaded"]);
+  const ModelLoader = loaderClass("ModelLoader", raw.ModelLoader, Model);
+  const OcrModelLoader = loaderClass("OcrModelLoader", raw.OcrModelLoader, OcrModel);
 
   // ---------------------------------------------------------------- module functions
   const api = {
-    Tensor, GgufFile, Tokenizer, Model, Session, ModelLoader, OcrModel,
+    Tensor, GgufFile, Tokenizer, Model, Session, ModelLoader, OcrModel, OcrModelLoader,
     /** `init(input?)`: instantiates the wasm (async); every other call needs it first. */
     default: async (input) => {
       const exports = await raw.default(input);

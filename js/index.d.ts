@@ -2,7 +2,7 @@ export * from "../pkg/kopitiam_wasm.js";
 export { default } from "../pkg/kopitiam_wasm.js";
 import type { ModelInfo, SamplingOptions, ChatMessage } from "../pkg/kopitiam_wasm.js";
 
-export type Build = "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads";
+export type Build = "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads" | "ocr" | "ocr-relaxed";
 export function relaxedSimdSupported(): boolean;
 export function threadsSupported(): boolean;
 export function pickBuild(threads?: number | "auto"): Exclude<Build, "auto">;
@@ -89,6 +89,6 @@ export interface Ocr {
   recognize(image: OcrImage | Blob | ImageBitmap): Promise<OcrPage>;
   dispose(): Promise<void>;
 }
-/** Starts the OCR in a dedicated Worker (single-thread build: "auto" picks relaxed SIMD where
- * the browser has it). */
-export function createOcr(options?: { build?: "auto" | "simd" | "relaxed"; workerUrl?: string | URL }): Promise<Ocr>;
+/** Starts the OCR in a dedicated Worker on a single-thread build: "auto" picks the OCR's own
+ * (no LLM half), relaxed SIMD where the browser has it. */
+export function createOcr(options?: { build?: "auto" | "ocr" | "ocr-relaxed" | "simd" | "relaxed"; workerUrl?: string | URL }): Promise<Ocr>;

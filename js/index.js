@@ -8,7 +8,7 @@ import { bind } from "./api.js";
 
 const api = bind(simd);
 export default api.default;
-export const { initSync, Tensor, GgufFile, Tokenizer, Model, Session, ModelLoader, OcrModel, buildInfo, version, errorCodes } = api;
+export const { initSync, Tensor, GgufFile, Tokenizer, Model, Session, ModelLoader, OcrModel, OcrModelLoader, buildInfo, version, errorCodes } = api;
 export { isKopitiamError, JS_ERROR_CODES } from "./errors.js";
 export { loadKopitiam, pickBuild, relaxedSimdSupported, threadsSupported } from "./loader.js";
 export { createEngine } from "./engine.js";

@@ -5,6 +5,8 @@
 //   threads         — the same with plain SIMD128
 //   relaxed         — relaxed-SIMD dot products, one thread
 //   simd            — SIMD128, one thread: the default that runs everywhere
+//   ocr, ocr-relaxed — the OCR's own single-thread builds (no LLM half: a quarter of the code),
+//                     which createOcr() picks
 // `build` overrides the choice; `threads` is the pool size ("auto" = hardwareConcurrency); with
 // `threads: 1` the automatic choice is a single-thread build (no atomics, no pool to start).
 
@@ -42,6 +44,8 @@ const BUILDS = {
   relaxed: () => import("../pkg-relaxed/kopitiam_wasm.js"),
   threads: () => import("../pkg-threads/kopitiam_wasm.js"),
   "relaxed-threads": () => import("../pkg-relaxed-threads/kopitiam_wasm.js"),
+  ocr: () => import("../pkg-ocr/kopitiam_wasm.js"),
+  "ocr-relaxed": () => import("../pkg-ocr-relaxed/kopitiam_wasm.js"),
 };
 
 const THREADED = new Set(["threads", "relaxed-threads"]);
@@ -64,7 +68,7 @@ function threadCount(threads) {
  * Loads and initialises a build. Resolves to `{ build, threads, module, memory }` where `module`
  * is the public API over that build (Tensor, Model, buildInfo, … as exported by the package) and
  * `memory` its WebAssembly.Memory.
- * @param {{ build?: "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads", threads?: number | "auto", wasm?: any }} [options]
+ * @param {{ build?: "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads" | "ocr" | "ocr-relaxed", threads?: number | "auto", wasm?: any }} [options]
  */
 export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = {}) {
   const n = threadCount(threads);

@@ -1,7 +1,7 @@
 // The OCR's worker: owns a single-thread wasm instance and the loaded OcrModel. Messages are
 // those of js/protocol.js (the `OCR_REQUESTS`).
 import { codedError } from "./errors.js";
-import { loadKopitiam } from "./loader.js";
+import { loadKopitiam, relaxedSimdSupported } from "./loader.js";
 import * as protocol from "./protocol.js";
 import { openSource, serve } from "./worker-host.js";
 
@@ -9,12 +9,9 @@ let kw = null;
 let env = null;
 let model = null;
 
-/** The whole stream, with download progress events; into one buffer when the size is known,
- * so no chunk outlives its copy. */
-async function readAll(stream, total, id, signal) {
-  const chunks = [];
-  const whole = total !== undefined ? new Uint8Array(total) : null;
-  let loaded = 0;
+/** The whole stream into an OcrModelLoader (wasm memory, one allocation when the size is
+ * known), with download progress events. */
+async function readInto(loader, stream, total, id, signal) {
   const reader = stream.getReader();
   for (;;) {
     if (signal.aborted) {
@@ -23,22 +20,12 @@ async function readAll(stream, total, id, signal) {
     }
     const { done, value } = await reader.read();
     if (done) break;
-    if (whole && loaded + value.byteLength <= total) whole.set(value, loaded);
-    else chunks.push(value);
-    loaded += value.byteLength;
-    postMessage(protocol.progress(id, "download", loaded, total));
+    loader.push(value);
+    postMessage(protocol.progress(id, "download", loader.loaded, total));
   }
-  if (total !== undefined && loaded !== total) {
-    throw codedError("TruncatedDownload", `the download ended after ${loaded} of ${total} bytes`);
+  if (total !== undefined && loader.loaded !== total) {
+    throw codedError("TruncatedDownload", `the download ended after ${loader.loaded} of ${total} bytes`);
   }
-  if (whole) return whole;
-  const bytes = new Uint8Array(loaded);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  return bytes;
 }
 
 /** One canvas for decoding, grown as needed and never shrunk (resizing reallocates its
@@ -81,8 +68,10 @@ function requireModel() {
 }
 
 const handlers = {
+  /** "auto": the OCR's own build, relaxed SIMD where the browser has it. */
   async init({ build }) {
-    env = await loadKopitiam({ build, threads: 1 });
+    const chosen = build === "auto" ? (relaxedSimdSupported() ? "ocr-relaxed" : "ocr") : build;
+    env = await loadKopitiam({ build: chosen, threads: 1 });
     kw = env.module;
     return { build: kw.buildInfo() };
   },
@@ -90,9 +79,20 @@ const handlers = {
   /** A file that fails to load leaves the previous model in place. */
   async load(msg, signal) {
     const source = await openSource(msg, signal);
-    const bytes = source.bytes ?? (await readAll(source.stream, source.total, msg.id, signal));
-    postMessage(protocol.progress(msg.id, "load", bytes.byteLength, bytes.byteLength));
-    const next = kw.OcrModel.fromBytes(bytes);
+    let next;
+    if (source.bytes) {
+      next = kw.OcrModel.fromBytes(source.bytes);
+    } else {
+      const loader = new kw.OcrModelLoader(source.total);
+      try {
+        await readInto(loader, source.stream, source.total, msg.id, signal);
+      } catch (e) {
+        loader.free();
+        throw e;
+      }
+      postMessage(protocol.progress(msg.id, "load", loader.loaded, loader.loaded));
+      next = loader.finish();
+    }
     model?.free();
     model = next;
     return { ...model.info, build: kw.buildInfo(), memoryBytes: env.memory.buffer.byteLength };

@@ -62,8 +62,10 @@ function imagePayload(op, image) {
 }
 
 /**
- * Starts the OCR in a dedicated Worker (one thread: a line is small work).
- * @param {{ build?: "auto" | "simd" | "relaxed", workerUrl?: string | URL }} [options]
+ * Starts the OCR in a dedicated Worker (one thread: a line is small work). `build` "auto" picks
+ * the OCR's own wasm (`ocr-relaxed` where relaxed SIMD validates, else `ocr`); the full builds
+ * ("simd", "relaxed") run it too.
+ * @param {{ build?: "auto" | "ocr" | "ocr-relaxed" | "simd" | "relaxed", workerUrl?: string | URL }} [options]
  */
 export async function createOcr(options) {
   const { build = "auto", workerUrl } = check.options("createOcr", options, CREATE) ?? {};

@@ -17,7 +17,7 @@ const COUNT = Number(process.env.COUNT ?? 90);
 const SIDES = ["ours", "tesseractjs"];
 
 if (process.env.KOPITIAM_BENCH_NO_BUILD !== "1") {
-  execFileSync("bash", ["scripts/build.sh", "simd", "relaxed"], { stdio: "inherit" });
+  execFileSync("bash", ["scripts/build.sh", "simd", "ocr", "ocr-relaxed"], { stdio: "inherit" });
 }
 const tjsVersion = JSON.parse(readFileSync("node_modules/tesseract.js/package.json", "utf8")).version;
 const server = await serve(0);

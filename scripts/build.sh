@@ -7,6 +7,8 @@
 #     threads  -> pkg-threads/       +atomics, wasm-bindgen-rayon workers (crossOriginIsolated pages)
 #     relaxed-threads -> pkg-relaxed-threads/
 #     scalar   -> pkg-scalar/        no SIMD at all (benchmark baseline only)
+#     ocr      -> pkg-ocr/           the OCR worker's build: no LLM half (--no-default-features)
+#     ocr-relaxed -> pkg-ocr-relaxed/  the same with +relaxed-simd
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
@@ -19,6 +21,8 @@ build() {
     threads) out=pkg-threads; features="--features threads" ;;
     relaxed-threads) out=pkg-relaxed-threads; features="--features threads"; extra=",+relaxed-simd" ;;
     scalar) out=pkg-scalar ;;
+    ocr) out=pkg-ocr; features="--no-default-features" ;;
+    ocr-relaxed) out=pkg-ocr-relaxed; features="--no-default-features"; extra=",+relaxed-simd" ;;
     *) echo "unknown variant $variant" >&2; exit 2 ;;
   esac
   local wasm=$out/kopitiam_wasm_bg.wasm
@@ -32,6 +36,10 @@ build() {
       simd) ;;
       relaxed)
         export CARGO_TARGET_DIR=target/relaxed
+        export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128$extra" ;;
+      ocr) export CARGO_TARGET_DIR=target/ocr ;;
+      ocr-relaxed)
+        export CARGO_TARGET_DIR=target/ocr-relaxed
         export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128$extra" ;;
       scalar)
         export CARGO_TARGET_DIR=target/scalar

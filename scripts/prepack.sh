@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm pack` / `npm publish` run this first: the tarball must carry all four wasm builds, which
+# `npm pack` / `npm publish` run this first: the tarball must carry all six wasm builds, which
 # are not in git. Builds what is missing or stale; where the toolchain is absent it refuses with
 # one message instead of packing a package whose `import "kopitiam-wasm"` would fail.
 set -euo pipefail
@@ -14,7 +14,7 @@ for tool in cargo wasm-pack wasm-bindgen wasm-opt; do
     || refuse "$tool is missing, so the wasm builds (pkg*/) cannot be made; run \`npm run setup\` first (or \`npm test\`, which runs it)"
 done
 # Build output goes to stderr: `npm pack` prints the tarball name on stdout.
-bash scripts/build.sh simd relaxed threads relaxed-threads >&2
-for out in pkg pkg-relaxed pkg-threads pkg-relaxed-threads; do
+bash scripts/build.sh simd relaxed threads relaxed-threads ocr ocr-relaxed >&2
+for out in pkg pkg-relaxed pkg-threads pkg-relaxed-threads pkg-ocr pkg-ocr-relaxed; do
   [ -s "$out/kopitiam_wasm_bg.wasm" ] && [ -s "$out/kopitiam_wasm.js" ] || refuse "$out/ is incomplete after the build"
 done

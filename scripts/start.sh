@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh simd relaxed threads relaxed-threads
+bash scripts/build.sh simd relaxed threads relaxed-threads ocr ocr-relaxed
 bash scripts/prepare-model.sh >/dev/null
 exec node scripts/serve.mjs

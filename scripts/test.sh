@@ -39,5 +39,5 @@ else
 fi
 
 step "build pkg/ and run the JavaScript tests"
-bash scripts/build.sh simd relaxed threads relaxed-threads
+bash scripts/build.sh simd relaxed threads relaxed-threads ocr ocr-relaxed
 node --test tests/js/

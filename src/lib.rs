@@ -30,7 +30,9 @@
 mod convert;
 pub mod dtype;
 pub mod error;
+#[cfg(feature = "llm")]
 pub mod gguf;
+#[cfg(feature = "llm")]
 pub mod model;
 pub mod ocr;
 pub mod ops;

@@ -29,6 +29,7 @@ pub fn num_threads() -> usize {
 /// A small number naming the current thread among those that run parallel work: `0` for a
 /// thread outside the pool, `1 + index` for pool threads; below `num_threads() + 1`. For
 /// per-thread scratch buffers.
+#[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model only
 pub fn thread_slot() -> usize {
     #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
     {
@@ -71,6 +72,7 @@ where
 /// Runs `f` on this thread with the team's helpers standing by for its parallel loops (see the
 /// module docs).
 /// Falls back to running `f` plainly when there is one thread or another team is running.
+#[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model only
 pub fn with_team<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
     {

@@ -9,14 +9,19 @@
 //! can unwind through wasm frames.
 
 mod error;
+#[cfg(feature = "llm")]
 mod gguf;
+mod loader;
+#[cfg(feature = "llm")]
 mod model;
 mod ocr;
 mod tensor;
 
+#[cfg(feature = "llm")]
 pub use gguf::{JsGgufFile, JsTokenizer};
+#[cfg(feature = "llm")]
 pub use model::{JsModel, JsSession, ModelLoader};
-pub use ocr::JsOcrModel;
+pub use ocr::{JsOcrModel, JsOcrModelLoader};
 pub use tensor::JsTensor;
 
 /// `initThreadPool(n): Promise<void>` — starts `n` Web Workers for the threaded build. Call it
@@ -25,6 +30,11 @@ pub use tensor::JsTensor;
 pub use wasm_bindgen_rayon::init_thread_pool;
 
 use wasm_bindgen::prelude::*;
+
+/// Sets a data property on a fresh plain object the bindings build (cannot fail there).
+pub(crate) fn set(obj: &js_sys::Object, key: &str, value: JsValue) {
+    let _ = js_sys::Reflect::set(obj, &key.into(), &value);
+}
 
 /// Runs once when the module is instantiated: a Rust panic (always a bug) then shows its
 /// message on the console instead of a bare `unreachable`.

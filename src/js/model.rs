@@ -4,6 +4,8 @@
 use std::rc::Rc;
 
 use super::error::invalid;
+use super::loader::FileBuffer;
+use super::set;
 use crate::error::Error;
 use crate::model::chat::ChatMessage;
 use crate::model::generate::{GenerateConfig, Generation};
@@ -45,45 +47,34 @@ export interface ChatMessage { role: "system" | "user" | "assistant" | "model" |
 /// geometrically.
 #[wasm_bindgen]
 pub struct ModelLoader {
-    buf: Vec<u8>,
+    buf: FileBuffer,
 }
 
 #[wasm_bindgen]
 impl ModelLoader {
-    /// `totalBytes`: the size when known (Content-Length), for a single exact allocation. The
-    /// JS layer passes a safe integer; one above the address space fails with its real size.
+    /// `totalBytes`: the size when known (Content-Length), for a single exact allocation.
     #[wasm_bindgen(constructor)]
     pub fn new(total_bytes: Option<f64>) -> JsResult<ModelLoader> {
-        let mut buf = Vec::new();
-        if let Some(n) = total_bytes.filter(|n| *n > 0.0) {
-            let fail = || JsValue::from(Error::AllocationFailed { bytes: n as u64 });
-            let n = usize::try_from(n as u64).map_err(|_| fail())?;
-            buf.try_reserve_exact(n).map_err(|_| fail())?;
-        }
-        Ok(ModelLoader { buf })
+        Ok(ModelLoader {
+            buf: FileBuffer::new(total_bytes)?,
+        })
     }
 
     /// Appends one chunk of the file.
     pub fn push(&mut self, chunk: &[u8]) -> JsResult<()> {
-        self.buf.try_reserve(chunk.len()).map_err(|_| {
-            JsValue::from(Error::AllocationFailed {
-                bytes: self.buf.len() as u64 + chunk.len() as u64,
-            })
-        })?;
-        self.buf.extend_from_slice(chunk);
-        Ok(())
+        self.buf.push(chunk)
     }
 
     /// Bytes received so far.
     #[wasm_bindgen(getter)]
     pub fn loaded(&self) -> f64 {
-        self.buf.len() as f64
+        self.buf.loaded()
     }
 
     /// Parses the file and loads the model; the buffer becomes the weights' storage.
     pub fn finish(self) -> JsResult<JsModel> {
         Ok(JsModel {
-            model: Rc::new(Model::load(self.buf)?),
+            model: Rc::new(Model::load(self.buf.into_bytes())?),
         })
     }
 }
@@ -92,11 +83,6 @@ impl ModelLoader {
 #[wasm_bindgen(js_name = Model)]
 pub struct JsModel {
     model: Rc<Model>,
-}
-
-pub(super) fn set(obj: &js_sys::Object, key: &str, value: JsValue) {
-    // Defining a property on a fresh plain object cannot fail.
-    let _ = js_sys::Reflect::set(obj, &key.into(), &value);
 }
 
 #[wasm_bindgen(js_class = Model)]

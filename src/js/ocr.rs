@@ -2,7 +2,8 @@
 //! Images arrive as RGBA (`ImageData.data`) or 8-bit grey bytes, already checked by
 //! `js/api.js`; results are plain objects.
 
-use super::model::set;
+use super::loader::FileBuffer;
+use super::set;
 use crate::ocr::{CharResult, GreyImage, LineResult, PageResult, Recognizer};
 use crate::Error;
 use js_sys::{Array, Object};
@@ -72,6 +73,39 @@ fn page_object(page: &PageResult) -> Object {
     let lines: Array = page.lines.iter().map(line_object).collect();
     set(&o, "lines", lines.into());
     o
+}
+
+/// Streams a `.traineddata` into wasm memory (see `ModelLoader`): no copy of the file in
+/// JavaScript.
+#[wasm_bindgen(js_name = OcrModelLoader)]
+pub struct JsOcrModelLoader {
+    buf: FileBuffer,
+}
+
+#[wasm_bindgen(js_class = OcrModelLoader)]
+impl JsOcrModelLoader {
+    #[wasm_bindgen(constructor)]
+    pub fn new(total_bytes: Option<f64>) -> JsResult<JsOcrModelLoader> {
+        Ok(JsOcrModelLoader {
+            buf: FileBuffer::new(total_bytes)?,
+        })
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) -> JsResult<()> {
+        self.buf.push(chunk)
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn loaded(&self) -> f64 {
+        self.buf.loaded()
+    }
+
+    /// Parses the file (then freed: the recognizer keeps its own weights).
+    pub fn finish(self) -> JsResult<JsOcrModel> {
+        Ok(JsOcrModel {
+            recognizer: Recognizer::from_bytes(&self.buf.into_bytes())?,
+        })
+    }
 }
 
 #[wasm_bindgen(js_class = OcrModel)]

@@ -9,7 +9,7 @@ import { withRepoPage } from "./browser.mjs";
 
 const meta = JSON.parse(readFileSync(new URL("../fixtures/ocr/lines.json", import.meta.url)));
 
-for (const build of ["simd", "relaxed"]) {
+for (const build of ["ocr", "ocr-relaxed", "simd"]) {
   test(`OCR in a Worker (${build}): tesseract's text, a page, misuse`, () =>
     withRepoPage(`/tests/js/ocr/page.html?build=${build}`, async ({ page, errors }) => {
       await page.waitForFunction(() => window.ocrResult, null, { timeout: 300_000 });

@@ -27,7 +27,7 @@ test("the tarball carries every wasm build, the licence files and the checked AP
   const tgz = readdirSync(dir).find((f) => f.endsWith(".tgz"));
   const files = execFileSync("tar", ["tzf", join(dir, tgz)]).toString().split("\n");
   for (const f of ["LICENSE-MIT", "LICENSE-APACHE", "js/api.js", "js/args.js", "js/errors.js",
-    ...["pkg", "pkg-relaxed", "pkg-threads", "pkg-relaxed-threads"].flatMap((p) => [`${p}/kopitiam_wasm.js`, `${p}/kopitiam_wasm_bg.wasm`])]) {
+    ...["pkg", "pkg-relaxed", "pkg-threads", "pkg-relaxed-threads", "pkg-ocr", "pkg-ocr-relaxed"].flatMap((p) => [`${p}/kopitiam_wasm.js`, `${p}/kopitiam_wasm_bg.wasm`])]) {
     assert.ok(files.includes(`package/${f}`), `${f} is in the tarball`);
   }
 });
