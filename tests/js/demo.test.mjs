@@ -1,6 +1,7 @@
 // End to end: the demo page (www/index.html) served like `npm start` serves it, driven in
 // headless Chromium: completion with the tiny Gemma 3 fixture, chat with the tiny Qwen 2 one
-// (byte-level BPE, its own template). Saves screenshots to target/e2e/demo.png and chat.png.
+// (byte-level BPE, its own template); and the OCR page (www/ocr.html) on a fixture line. Saves
+// screenshots to target/e2e/demo.png, chat.png and ocr.png.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -200,4 +201,24 @@ test("chat: llama.cpp's reply, later turns from the cache, Stop, Regenerate, a r
   assert.equal(t6.stats.cachedTokens, 0);
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+test("the OCR demo reads an opened image as tesseract does and draws its boxes", async () => {
+  const line = JSON.parse(readFileSync(new URL("../fixtures/ocr/lines.json", import.meta.url))).lines[3];
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`${base}/www/ocr.html`);
+  await page.waitForFunction(() => window.ocrDemoReady, null, { timeout: 60_000 });
+  assert.match(await page.textContent("#model-status"), /^Loaded: \[1,36,0,1/);
+  assert.ok((await page.textContent("#ocr-text")).length > 10, "the drawn sample reads as text");
+  await page.setInputFiles("#image-file", new URL(`../fixtures/ocr/${line.image}`, import.meta.url).pathname);
+  await page.waitForFunction((want) => document.getElementById("ocr-text").textContent === want, line.tesseract_nodict, { timeout: 30_000 });
+  assert.match(await page.textContent("#ocr-status"), /^1 line\(s\) in \d+ ms · confidence \d+/);
+  const size = await page.evaluate(() => [document.getElementById("view").width, document.getElementById("view").height]);
+  assert.ok(size[0] > 100 && size[1] > 10, "the image is shown");
+  mkdirSync(new URL("../../target/e2e/", import.meta.url), { recursive: true });
+  await page.screenshot({ path: new URL("../../target/e2e/ocr.png", import.meta.url).pathname, fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
 });
