@@ -3,7 +3,7 @@
 import { loadKopitiam } from "./loader.js";
 import { codedError } from "./errors.js";
 import * as protocol from "./protocol.js";
-import { openSource, serve } from "./worker-host.js";
+import { loadFile, serve } from "./worker-host.js";
 
 let kw = null;
 let env = null;
@@ -27,43 +27,6 @@ function modelInfo() {
   return { ...model.info, build: kw.buildInfo(), threads: env.threads, memoryBytes: env.memory.buffer.byteLength };
 }
 
-async function readInto(loader, stream, total, id, signal) {
-  // A BYOB reader fills one 1 MiB buffer over and over (each read hands the same memory back),
-  // so a 150 MB download leaves no chunk garbage behind in the worker's heap; the bytes go
-  // straight on into wasm memory. Streams that are not byte streams get the default reader.
-  let reader;
-  let scratch = null;
-  try {
-    reader = stream.getReader({ mode: "byob" });
-    scratch = new ArrayBuffer(1 << 20);
-  } catch {
-    reader = stream.getReader();
-  }
-  let loaded = 0;
-  let last = 0;
-  for (;;) {
-    if (signal.aborted) {
-      await reader.cancel().catch(() => {});
-      throw codedError("Aborted", "loading was aborted");
-    }
-    const { done, value } = scratch ? await reader.read(new Uint8Array(scratch)) : await reader.read();
-    if (done) break;
-    loader.push(value);
-    if (scratch) scratch = value.buffer;
-    loaded += value.byteLength;
-    const now = performance.now();
-    if (now - last > 50) {
-      last = now;
-      postMessage(protocol.progress(id, "download", loaded, total));
-    }
-  }
-  postMessage(protocol.progress(id, "download", loaded, total));
-  if (total !== undefined && loaded !== total) {
-    throw codedError("TruncatedDownload", `the download ended after ${loaded} of ${total} bytes`);
-  }
-  return loaded;
-}
-
 const handlers = {
   async init({ threads, build }) {
     env = await loadKopitiam({ threads, build });
@@ -73,26 +36,7 @@ const handlers = {
 
   async load(msg, signal) {
     dropModel();
-    const source = await openSource(msg, signal);
-    let loader;
-    if (source.bytes) {
-      loader = new kw.ModelLoader(source.bytes.byteLength);
-      loader.push(source.bytes);
-      postMessage(protocol.progress(msg.id, "download", source.bytes.byteLength, source.bytes.byteLength));
-    } else {
-      loader = new kw.ModelLoader(source.total);
-      try {
-        await readInto(loader, source.stream, source.total, msg.id, signal);
-      } catch (e) {
-        loader.free();
-        throw e;
-      }
-    }
-    postMessage(protocol.progress(msg.id, "load", loader.loaded, loader.loaded));
-    if (signal.aborted) {
-      loader.free();
-      throw codedError("Aborted", "loading was aborted");
-    }
+    const loader = await loadFile((size) => new kw.ModelLoader(size), msg, signal);
     model = loader.finish();
     contextSize = Math.min(model.info.contextLength, msg.contextLength ?? DEFAULT_CONTEXT);
     return modelInfo();

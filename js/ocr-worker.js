@@ -2,31 +2,11 @@
 // those of js/protocol.js (the `OCR_REQUESTS`).
 import { codedError } from "./errors.js";
 import { loadKopitiam, relaxedSimdSupported } from "./loader.js";
-import * as protocol from "./protocol.js";
-import { openSource, serve } from "./worker-host.js";
+import { loadFile, serve } from "./worker-host.js";
 
 let kw = null;
 let env = null;
 let model = null;
-
-/** The whole stream into an OcrModelLoader (wasm memory, one allocation when the size is
- * known), with download progress events. */
-async function readInto(loader, stream, total, id, signal) {
-  const reader = stream.getReader();
-  for (;;) {
-    if (signal.aborted) {
-      await reader.cancel().catch(() => {});
-      throw codedError("Aborted", "loading was aborted");
-    }
-    const { done, value } = await reader.read();
-    if (done) break;
-    loader.push(value);
-    postMessage(protocol.progress(id, "download", loader.loaded, total));
-  }
-  if (total !== undefined && loader.loaded !== total) {
-    throw codedError("TruncatedDownload", `the download ended after ${loader.loaded} of ${total} bytes`);
-  }
-}
 
 /** One canvas for decoding, grown as needed and never shrunk (resizing reallocates its
  * backing store): an image's pixels as RGBA. */
@@ -78,21 +58,7 @@ const handlers = {
 
   /** A file that fails to load leaves the previous model in place. */
   async load(msg, signal) {
-    const source = await openSource(msg, signal);
-    let next;
-    if (source.bytes) {
-      next = kw.OcrModel.fromBytes(source.bytes);
-    } else {
-      const loader = new kw.OcrModelLoader(source.total);
-      try {
-        await readInto(loader, source.stream, source.total, msg.id, signal);
-      } catch (e) {
-        loader.free();
-        throw e;
-      }
-      postMessage(protocol.progress(msg.id, "load", loader.loaded, loader.loaded));
-      next = loader.finish();
-    }
+    const next = (await loadFile((size) => new kw.OcrModelLoader(size), msg, signal)).finish();
     model?.free();
     model = next;
     return { ...model.info, build: kw.buildInfo(), memoryBytes: env.memory.buffer.byteLength };

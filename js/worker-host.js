@@ -1,5 +1,5 @@
 // The worker side of js/worker-client.js: answers numbered requests with handlers, reports
-// their errors with stable codes, and opens model sources. Messages are those of
+// their errors with stable codes, and streams model files into wasm loaders. Messages are those of
 // js/protocol.js.
 import { codedError, isKopitiamError } from "./errors.js";
 import * as protocol from "./protocol.js";
@@ -43,11 +43,70 @@ export function serve(handlers, serial) {
 }
 
 /**
+ * Streams a `load` request's file into `makeLoader(size)` (a `ModelLoader` / `OcrModelLoader`:
+ * wasm memory, one allocation when the size is known), posting download progress, then a
+ * "load" progress event. Returns the filled loader, ready for `finish()`; freed on failure.
+ */
+export async function loadFile(makeLoader, msg, signal) {
+  const source = await openSource(msg, signal);
+  const loader = makeLoader(source.bytes ? source.bytes.byteLength : source.total);
+  try {
+    if (source.bytes) {
+      loader.push(source.bytes);
+      postMessage(protocol.progress(msg.id, "download", source.bytes.byteLength, source.bytes.byteLength));
+    } else {
+      await readInto(loader, source.stream, source.total, msg.id, signal);
+    }
+    if (signal.aborted) throw codedError("Aborted", "loading was aborted");
+  } catch (e) {
+    loader.free();
+    throw e;
+  }
+  postMessage(protocol.progress(msg.id, "load", loader.loaded, loader.loaded));
+  return loader;
+}
+
+/** Pushes `stream` into `loader`, with progress events at most every 50 ms. */
+async function readInto(loader, stream, total, id, signal) {
+  // A BYOB reader fills one 1 MiB buffer over and over (each read hands the same memory back),
+  // so a 150 MB download leaves no chunk garbage behind in the worker's heap; the bytes go
+  // straight on into wasm memory. Streams that are not byte streams get the default reader.
+  let reader;
+  let scratch = null;
+  try {
+    reader = stream.getReader({ mode: "byob" });
+    scratch = new ArrayBuffer(1 << 20);
+  } catch {
+    reader = stream.getReader();
+  }
+  let last = 0;
+  for (;;) {
+    if (signal.aborted) {
+      await reader.cancel().catch(() => {});
+      throw codedError("Aborted", "loading was aborted");
+    }
+    const { done, value } = scratch ? await reader.read(new Uint8Array(scratch)) : await reader.read();
+    if (done) break;
+    loader.push(value);
+    if (scratch) scratch = value.buffer;
+    const now = performance.now();
+    if (now - last > 50) {
+      last = now;
+      postMessage(protocol.progress(id, "download", loader.loaded, total));
+    }
+  }
+  postMessage(protocol.progress(id, "download", loader.loaded, total));
+  if (total !== undefined && loader.loaded !== total) {
+    throw codedError("TruncatedDownload", `the download ended after ${loader.loaded} of ${total} bytes`);
+  }
+}
+
+/**
  * The bytes of a `load` request as a stream: `{ buffer }` is returned as `{ bytes }`;
  * `{ blob }`, `{ stream, total }` and `{ url, cache }` (fetched, through the Cache API when
  * `cache`) as `{ stream, total }`.
  */
-export async function openSource(msg, signal) {
+async function openSource(msg, signal) {
   if (msg.buffer) return { bytes: new Uint8Array(msg.buffer) };
   if (msg.blob) return { stream: msg.blob.stream(), total: msg.blob.size };
   if (!msg.url) return { stream: msg.stream, total: msg.total };

@@ -121,7 +121,6 @@ impl Shape {
 }
 
 /// The product of `factors`, or [`Error::SizeOverflow`] naming `what`.
-#[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model only
 pub(crate) fn checked_product(what: &'static str, factors: &[usize]) -> Result<usize> {
     factors
         .iter()

@@ -195,7 +195,8 @@ fn whole_image_lines_read_exactly_like_tesseract() {
     assert!(differ.len() * 100 <= lines.len(), "{differ:#?}");
 }
 
-/// A page of fixture lines stacked with gaps reads, line by line, as the lines read alone.
+/// A page of fixture lines stacked with gaps reads, line by line, as tesseract reads the lines
+/// alone.
 #[test]
 fn a_simple_page_reads_line_by_line() {
     let r = recognizer();
@@ -226,20 +227,22 @@ fn a_simple_page_reads_line_by_line() {
     let page = r
         .recognize_page(&GreyImage::new(width, height, data).unwrap())
         .unwrap();
-    let alone: Vec<String> = images
+    // The oracle: tesseract's reading of each line on its own (no dictionaries). The page
+    // cuts each line from its band, so one line in eight may land on another near-tie.
+    let theirs: Vec<&str> = picks
         .iter()
-        .map(|i| r.recognize_line(i).unwrap().text)
+        .map(|l| l["tesseract_nodict"].as_str().unwrap())
         .collect();
     let read: Vec<&str> = page.lines.iter().map(|l| l.text.as_str()).collect();
-    assert_eq!(read.len(), alone.len(), "{read:#?}");
-    let same = read
-        .iter()
-        .zip(&alone)
-        .filter(|(a, b)| **a == b.as_str())
-        .count();
+    assert_eq!(read.len(), theirs.len(), "{read:#?}");
+    let same = read.iter().zip(&theirs).filter(|(a, b)| a == b).count();
+    println!(
+        "page lines as tesseract reads them alone: {same}/{}",
+        theirs.len()
+    );
     assert!(
-        same + 1 >= alone.len(),
-        "page {read:#?} vs alone {alone:#?}"
+        same + 1 >= theirs.len(),
+        "page {read:#?} vs tesseract {theirs:#?}"
     );
     assert_eq!(page.text, read.join("\n"));
 }

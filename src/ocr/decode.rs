@@ -110,7 +110,7 @@ impl Heap {
 /// One decoded character: its unichar, certainty (Tesseract's scaled log units, ≤ 0) and
 /// output frames `[start, end)` (boundaries split the blank gaps between characters).
 #[derive(Debug, Clone, PartialEq)]
-pub struct DecodedChar {
+pub(crate) struct DecodedChar {
     pub unichar: usize,
     pub certainty: f32,
     pub frames: (usize, usize),
@@ -127,9 +127,15 @@ struct Search<'a> {
     second: Option<u32>,
 }
 
-/// Decodes `[frames, codes]` softmax outputs.
-pub fn decode(probs: &[f32], codes: usize, charset: &Charset, null: u32) -> Vec<DecodedChar> {
-    if codes == 0 || probs.len() < codes {
+/// Decodes `[frames, codes]` softmax outputs; nothing when the frames are not as wide as
+/// the charset's code range (the recognizer checks that at load) or `null` is not a code.
+pub(crate) fn decode(
+    probs: &[f32],
+    codes: usize,
+    charset: &Charset,
+    null: u32,
+) -> Vec<DecodedChar> {
+    if codes == 0 || probs.len() < codes || charset.code_range > codes || null as usize >= codes {
         return Vec::new();
     }
     let mut s = Search {

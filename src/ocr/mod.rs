@@ -10,7 +10,7 @@
 
 mod blobs;
 mod charset;
-pub mod decode;
+mod decode;
 mod forward;
 pub mod image;
 pub mod network;

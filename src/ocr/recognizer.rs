@@ -154,7 +154,7 @@ impl Recognizer {
     /// outputs.
     pub fn raw_line_probabilities(&self, image: &GreyImage) -> Result<Tensor> {
         let (scaled, _) = self.scale_line(image)?;
-        Ok(self.best_reading(&scaled)?.0)
+        self.best_reading(&scaled)
     }
 
     /// The unichar text of output code `code` (empty for the blank).
@@ -200,7 +200,7 @@ impl Recognizer {
         bbox: (usize, usize, usize, usize),
     ) -> Result<LineResult> {
         let (scaled, factor) = self.scale_line(line)?;
-        let (probs, _) = self.best_reading(&scaled)?;
+        let probs = self.best_reading(&scaled)?;
         Ok(self.decode_frames(&probs.to_vec_f32()?, self.x_scale as f32 / factor, bbox))
     }
 
@@ -240,23 +240,46 @@ impl Recognizer {
     }
 
     /// The outputs for a scaled line, or for it inverted when that reads with more confidence
-    /// (only tried below [`INVERT_THRESHOLD`]), with the mean best probability.
-    fn best_reading(&self, scaled: &GreyImage) -> Result<(Tensor, f32)> {
+    /// (only tried below [`INVERT_THRESHOLD`]).
+    fn best_reading(&self, scaled: &GreyImage) -> Result<Tensor> {
         let probs = self.probabilities(scaled)?;
-        let mean = mean_best(&probs, self.null_char);
+        let mean = self.mean_best(&probs)?;
         if mean >= INVERT_THRESHOLD {
-            return Ok((probs, mean));
+            return Ok(probs);
         }
         let inverted = GreyImage {
             data: scaled.data.iter().map(|&p| 255 - p).collect(),
             ..scaled.clone()
         };
         let inv = self.probabilities(&inverted)?;
-        let inv_mean = mean_best(&inv, self.null_char);
-        Ok(if inv_mean > mean {
-            (inv, inv_mean)
+        Ok(if self.mean_best(&inv)? > mean {
+            inv
         } else {
-            (probs, mean)
+            probs
+        })
+    }
+
+    /// Tesseract's `OutputStats` mean: the mean best non-blank probability of `[frames,
+    /// codes]` outputs, in 1/127 steps (0 when every frame's best is the blank).
+    fn mean_best(&self, probs: &Tensor) -> Result<f32> {
+        let codes = probs.dims()[1].max(1);
+        let (mut sum, mut n) = (0i64, 0i64);
+        for frame in probs.to_vec_f32()?.chunks_exact(codes) {
+            let mut best = 0;
+            for (i, &v) in frame.iter().enumerate() {
+                if v > frame[best] {
+                    best = i;
+                }
+            }
+            if best as u32 != self.null_char {
+                sum += (127.0 * frame[best]) as i64;
+                n += 1;
+            }
+        }
+        Ok(if n == 0 {
+            0.0
+        } else {
+            (sum as f64 / n as f64 / 127.0) as f32
         })
     }
 
@@ -333,32 +356,6 @@ impl Recognizer {
     }
 }
 
-/// Tesseract's `OutputStats` mean: the mean best non-blank probability, in 1/127 steps.
-fn mean_best(probs: &Tensor, null: u32) -> f32 {
-    let Ok(p) = probs.to_vec_f32() else {
-        return 0.0;
-    };
-    let codes = probs.dims().get(1).copied().unwrap_or(1).max(1);
-    let (mut sum, mut n) = (0i64, 0i64);
-    for frame in p.chunks_exact(codes) {
-        let mut best = 0;
-        for (i, &v) in frame.iter().enumerate() {
-            if v > frame[best] {
-                best = i;
-            }
-        }
-        if best as u32 != null {
-            sum += (127.0 * frame[best]) as i64;
-            n += 1;
-        }
-    }
-    if n == 0 {
-        0.0
-    } else {
-        (sum as f64 / n as f64 / 127.0) as f32
-    }
-}
-
 /// The network must start with an input layer of one channel and a fixed, plausible height.
 fn check_input(network: &Layer) -> Result<usize> {
     let Kind::Series(children) = &network.kind else {
@@ -378,10 +375,10 @@ fn check_input(network: &Layer) -> Result<usize> {
 
 /// Image columns per output frame: the product of the pooling widths.
 fn x_scale(network: &Layer) -> usize {
-    let mut scale = 1;
+    let mut scale = 1usize;
     network.walk(&mut |l| {
         if let Kind::Maxpool { x_scale, .. } = l.kind {
-            scale *= x_scale;
+            scale = scale.saturating_mul(x_scale);
         }
     });
     scale

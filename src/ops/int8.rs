@@ -15,9 +15,9 @@ impl Tensor {
     /// `y[r][o] = (Σ_j w[o][j] · x[r][j] + w[o][k] · 127) · scales[o]` for `self` = x `[m, k]`
     /// i8, `weight` `[n, k + 1]` i8 (last column the bias) and `scales` `[n]` f32.
     ///
-    /// The sum is an exact i32 (|w·x| ≤ 127², so up to 2^17 terms cannot overflow); it becomes
-    /// f32 once, then is multiplied by the row's scale — Tesseract's `MatrixDotVector` in
-    /// integer mode, bit for bit, whichever kernel (scalar or SIMD128) runs.
+    /// The sum is an exact i32 (|w·x| ≤ 128², so fewer than 2^17 terms and the bias cannot
+    /// overflow); it becomes f32 once, then is multiplied by the row's scale — Tesseract's
+    /// `MatrixDotVector` in integer mode, bit for bit, whichever kernel (scalar, SIMD128 or relaxed SIMD) runs.
     pub fn linear_i8(&self, weight: &Tensor, scales: &Tensor) -> Result<Tensor> {
         const OP: &str = "linear_i8";
         self.require_dtype(OP, DType::I8)?;
@@ -51,7 +51,7 @@ impl Tensor {
             // Short rows (a 3×3 convolution's nine inputs) would run the kernels' scalar tails
             // only: zero-padded to one vector they take the SIMD dots, with the same sums.
             let pad = |src: &[i8], rows: usize, stride: usize| -> Result<Vec<i8>> {
-                let mut v = try_vec(rows * 16, 0i8)?;
+                let mut v = try_vec(crate::shape::checked_product(OP, &[rows, 16])?, 0i8)?;
                 for (d, r) in v.chunks_exact_mut(16).zip(src.chunks(stride)) {
                     d[..k].copy_from_slice(&r[..k]);
                 }

@@ -8,6 +8,7 @@ use super::int8::quantize_unit;
 use super::lut::tables;
 use crate::error::{Error, Result};
 use crate::quant::kernels::gemm_i8;
+use crate::shape::checked_product;
 use crate::storage::try_vec;
 use crate::{DType, Shape, Tensor};
 
@@ -65,21 +66,17 @@ impl Tensor {
         let w = gates.to_vec_i8()?;
         let s = scales.to_vec_f32()?;
         // Input part of every gate sum, for all sequences and steps at once: [b·t, 4 ns].
-        let mut input_part = try_vec(
-            b.saturating_mul(t)
-                .checked_mul(g)
-                .ok_or_else(|| Error::overflow(OP, &[b, t, g]))?,
-            0i32,
-        )?;
+        let mut input_part = try_vec(checked_product(OP, &[b, t, g])?, 0i32)?;
         if ni > 0 {
             gemm_i8(&x, ni, &w, cols, &mut input_part);
         }
         let bias: Vec<i32> = (0..g)
             .map(|o| w[o * cols + cols - 1] as i32 * UNIT)
             .collect();
-        let mut hidden = try_vec(b * ns, 0i8)?; // the previous output, quantized
-        let mut cell = try_vec(b * ns, 0.0f32)?;
-        let mut rec = try_vec(b * g, 0i32)?;
+        // `b` is free when the input is empty (`t` or `ni` zero), so these products are checked.
+        let mut hidden = try_vec(checked_product(OP, &[b, ns])?, 0i8)?; // the previous output
+        let mut cell = try_vec(checked_product(OP, &[b, ns])?, 0.0f32)?;
+        let mut rec = try_vec(checked_product(OP, &[b, g])?, 0i32)?;
         let mut pre = try_vec(g, 0.0f32)?;
         let lut = tables();
         for step in 0..t {

@@ -253,10 +253,7 @@ impl Tensor {
             (Some(kh), Some(kw)) => (kh, kw),
             _ => return Err(Error::overflow(OP, &[half_h, half_w, 2])),
         };
-        let feat = [kh, kw, c]
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d));
-        let feat = feat.ok_or_else(|| Error::overflow(OP, &[kh, kw, c]))?;
+        let feat = crate::shape::checked_product(OP, &[kh, kw, c])?;
         let shape = Shape::from([h, w, feat]);
         if shape.checked_elem_count()? == 0 {
             // Nothing to fill (no channels, or no positions): skip the kh·kw loop entirely.

@@ -31,6 +31,28 @@ fn dot_i8x16(a: v128, b: v128) -> v128 {
     i32x4_add(lo, hi)
 }
 
+/// The four f32 lanes of `v`.
+#[inline(always)]
+pub(crate) fn f32_lanes(v: v128) -> [f32; 4] {
+    [
+        f32x4_extract_lane::<0>(v),
+        f32x4_extract_lane::<1>(v),
+        f32x4_extract_lane::<2>(v),
+        f32x4_extract_lane::<3>(v),
+    ]
+}
+
+/// The four i32 lanes of `v`.
+#[inline(always)]
+fn i32_lanes(v: v128) -> [i32; 4] {
+    [
+        i32x4_extract_lane::<0>(v),
+        i32x4_extract_lane::<1>(v),
+        i32x4_extract_lane::<2>(v),
+        i32x4_extract_lane::<3>(v),
+    ]
+}
+
 /// `[Σa, Σb, Σc, Σd]` from four vectors of partial sums (a 4×4 transpose-and-add).
 #[inline(always)]
 pub(crate) fn hsum4_i32(a: v128, b: v128, c: v128, d: v128) -> v128 {
@@ -123,12 +145,7 @@ fn finish_blocks4(
     xb_len: usize,
     block_isum: &impl Fn(&[u8], &[u8]) -> v128,
 ) -> f32 {
-    let mut lanes = [
-        f32x4_extract_lane::<0>(acc),
-        f32x4_extract_lane::<1>(acc),
-        f32x4_extract_lane::<2>(acc),
-        f32x4_extract_lane::<3>(acc),
-    ];
+    let mut lanes = f32_lanes(acc);
     for (lane, b) in (b..n).enumerate() {
         let (wb, xb) = (&w[b * wb_len..], &x[b * xb_len..]);
         let v = block_isum(wb, xb);
@@ -334,12 +351,7 @@ unsafe fn q4_0_row1(
         acc = f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)));
         b += 4;
     }
-    let mut lanes = [
-        f32x4_extract_lane::<0>(acc),
-        f32x4_extract_lane::<1>(acc),
-        f32x4_extract_lane::<2>(acc),
-        f32x4_extract_lane::<3>(acc),
-    ];
+    let mut lanes = f32_lanes(acc);
     for (lane, b) in (b..nb).enumerate() {
         let v = block(b);
         let isum = i32x4_extract_lane::<0>(hsum4_i16(v, v, v, v)) - *sx8.add(b);
@@ -788,12 +800,7 @@ pub(crate) unsafe fn q8_0_row1_with(
     if v128_any_true(special) {
         return super::scalar::vec_dot_q8_0_q8_0(ws, xs);
     }
-    let mut lanes = [
-        f32x4_extract_lane::<0>(acc),
-        f32x4_extract_lane::<1>(acc),
-        f32x4_extract_lane::<2>(acc),
-        f32x4_extract_lane::<3>(acc),
-    ];
+    let mut lanes = f32_lanes(acc);
     for (lane, b) in (b..nb).enumerate() {
         let v = block(b);
         let isum = i32x4_extract_lane::<0>(hsum4_i32(v, v, v, v));
@@ -942,12 +949,7 @@ pub(crate) fn gemm_i8_with<D: I8Dot>(
             d.finish(acc[2]),
             d.finish(acc[3]),
         );
-        let lanes = [
-            i32x4_extract_lane::<0>(v),
-            i32x4_extract_lane::<1>(v),
-            i32x4_extract_lane::<2>(v),
-            i32x4_extract_lane::<3>(v),
-        ];
+        let lanes = i32_lanes(v);
         let mut out = [0; 4];
         for j in 0..4 {
             out[j] = lanes[j]

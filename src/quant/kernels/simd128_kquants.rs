@@ -11,7 +11,7 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::{dot_blocks4, hsum4_i32, load16};
+use super::simd128::{dot_blocks4, f32_lanes, hsum4_i32, load16};
 use crate::dtype::DType;
 use crate::quant::blocks::read_f16;
 use crate::quant::kquants::{get_scale_min_k4, q8_k_sub_sum, read_f32, QK_K};
@@ -209,15 +209,6 @@ impl Rows4<'_> {
     }
 }
 
-fn lanes(v: v128) -> [f32; 4] {
-    [
-        f32x4_extract_lane::<0>(v),
-        f32x4_extract_lane::<1>(v),
-        f32x4_extract_lane::<2>(v),
-        f32x4_extract_lane::<3>(v),
-    ]
-}
-
 /// One Q6_K weight row against four Q8_K rows.
 fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
     let off = i8x16_splat(32);
@@ -242,7 +233,7 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
         let d = f32x4_splat(read_f16(&wb[208..210]));
         sum = f32x4_add(sum, f32x4_mul(f32x4_mul(d, x.dx(sb)), isum));
     }
-    lanes(sum)
+    f32_lanes(sum)
 }
 
 /// One Q4_K (`wb_len` 144) or Q5_K (176) weight row against four Q8_K rows.
@@ -283,7 +274,7 @@ fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
         let msums = f32x4(msum(0), msum(1), msum(2), msum(3));
         sum = f32x4_sub(sum, f32x4_mul(f32x4_mul(f32x4_splat(dmin), dx), msums));
     }
-    lanes(sum)
+    f32_lanes(sum)
 }
 
 /// `out[r·n_w + o] = w_o · x_r` for `n_w = out.len() / rows` Q4_K, Q5_K or Q6_K (`dtype`) weight

@@ -77,7 +77,7 @@ async function run() {
   misuse.afterDispose = await codeOf(ocr.recognizeLine(images[0]));
   return {
     info, texts, ms, first, again, fromBlob, fromBitmap, bitmapClosed: bitmap.width === 0, page: page.lines.map((l) => l.text),
-    alone: flat.map((img) => texts[images.indexOf(img)]),
+    pageLines: flat.map((img) => images.indexOf(img)),
     grey: (await (async () => {
       const o = await createOcr({ build });
       await o.loadModel(MODEL);
