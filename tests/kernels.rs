@@ -7,7 +7,7 @@ use common::Rng;
 use half::f16;
 use kopitiam_wasm::quant::kernels::{self, scalar};
 use kopitiam_wasm::quant::{
-    dequantize_row_q4_0, dequantize_row_q8_0, q5_0_to_q8_0, quantize_row_q8_k, Q8Act,
+    dequantize_row_q4_0, dequantize_row_q8_0, interleave, q5_0_to_q8_0, quantize_row_q8_k, Q8Act,
 };
 use kopitiam_wasm::DType;
 
@@ -612,6 +612,34 @@ mod f32_kernels {
                 };
                 assert!(ok, "{op:?}({x}): kernel {p}, libm {q}");
             }
+        }
+    }
+
+    #[test]
+    fn softmax_exp_sum_is_sub_then_unary_exp_and_a_sequential_f64_sum() {
+        use kopitiam_wasm::ops::kernels::Unary;
+        let mut rng = Rng::new(41);
+        for n in [0, 1, 3, 4, 7, 64, 257, 1000] {
+            let x = rng.vec(n, 20.0);
+            let shift = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            // This build's kernel against its own `sub` + `unary(Exp)` (same bits by contract)…
+            let shifted: Vec<f32> = x.iter().map(|&v| v - shift).collect();
+            let mut want = vec![0.0; n];
+            k::unary(Unary::Exp, &shifted, &mut want);
+            let mut got = x.clone();
+            let sum = k::exp_sum(&mut got, shift);
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "exp_sum values n={n}"
+            );
+            let seq = want.iter().fold(0.0f64, |a, &v| a + v as f64);
+            assert_eq!(sum.to_bits(), seq.to_bits(), "exp_sum total n={n}");
+            // … and the scalar twin is libm's exp, within the 3 ulp the vector exp keeps.
+            let mut twin = x.clone();
+            let twin_sum = s::exp_sum(&mut twin, shift);
+            assert!((twin_sum - sum).abs() <= 1e-6 * twin_sum.max(1.0), "n={n}");
         }
     }
 

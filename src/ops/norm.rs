@@ -1,6 +1,6 @@
 //! Softmax and the normalisations.
 
-use super::kernels::{self, Arith, Unary};
+use super::kernels;
 use crate::error::{Error, Result};
 use crate::Tensor;
 
@@ -23,16 +23,9 @@ impl Tensor {
     /// a sequential f64 sum rounded to f32, then division — so the bits are identical.
     fn softmax_last_axis(&self) -> Result<Tensor> {
         self.last_dim_op("softmax", |x, y| {
-            let m = kernels::max(x);
-            kernels::binary_scalar_rhs(Arith::Sub, x, m, y);
-            // exp through the same kernel `Tensor::exp` uses, a stack tile at a time.
-            let mut tile = [0.0f32; 64];
-            for chunk in y.chunks_mut(64) {
-                let t = &mut tile[..chunk.len()];
-                t.copy_from_slice(chunk);
-                kernels::unary(Unary::Exp, t, chunk);
-            }
-            let s = y.iter().fold(0.0f64, |acc, &v| acc + v as f64) as f32;
+            // `exp_sum` subtracts and exponentiates as `sub` and `Tensor::exp` do.
+            y.copy_from_slice(x);
+            let s = kernels::exp_sum(y, kernels::max(x)) as f32;
             for v in y.iter_mut() {
                 *v /= s;
             }

@@ -5,7 +5,7 @@
 //! IEEE operation per element (wasm SIMD has no implicit FMA), and `dot` fixes its summation
 //! order — element `i` goes to accumulator `i % 4`, the tail to lanes 0.. in order, and the
 //! result is `(acc0 + acc1) + (acc2 + acc3)`. Two exceptions, with bounds the tests check:
-//! transcendental `unary` ops use a vectorised `exp` (≤ 3 ulp from libm's; `tanh` ≤ 4e-7
+//! transcendental `unary` ops and `exp_sum` use a vectorised `exp` (≤ 3 ulp from libm's; `tanh` ≤ 4e-7
 //! absolute), and `sum_squares` adds in two f64 lanes (rounding to f32 afterwards hides it).
 
 pub mod scalar;
@@ -14,10 +14,14 @@ pub mod scalar;
 pub mod simd128;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-pub use scalar::{axpy, axpy4, binary, binary_scalar_rhs, dot, dot4, max, sum_squares, unary};
+pub use scalar::{
+    axpy, axpy4, binary, binary_scalar_rhs, dot, dot4, exp_sum, max, sum_squares, unary,
+};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub use simd128::{axpy, axpy4, binary, binary_scalar_rhs, dot, dot4, max, sum_squares, unary};
+pub use simd128::{
+    axpy, axpy4, binary, binary_scalar_rhs, dot, dot4, exp_sum, max, sum_squares, unary,
+};
 
 /// The arithmetic binary ops that have vector kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -70,6 +70,17 @@ pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     }
 }
 
+/// `y[i] = exp(y[i] - shift)` in place, returning Σ y[i] added sequentially in f64: softmax's
+/// middle step (`shift` the row's max), in one pass over the row.
+pub fn exp_sum(y: &mut [f32], shift: f32) -> f64 {
+    let mut sum = 0.0f64;
+    for v in y.iter_mut() {
+        *v = (*v - shift).exp();
+        sum += *v as f64;
+    }
+    sum
+}
+
 /// Σ x[i]² in f64 (each square rounded to f32 first, as ggml's RMSNorm does), sequentially.
 pub fn sum_squares(x: &[f32]) -> f64 {
     x.iter().map(|&v| (v * v) as f64).sum()

@@ -3,6 +3,7 @@
 use core::arch::wasm32::*;
 
 use super::{Arith, Unary};
+use crate::quant::kernels::simd128::f32_lanes;
 
 #[inline(always)]
 fn load(x: &[f32]) -> v128 {
@@ -246,6 +247,26 @@ pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     for i in body..n {
         out[i] = op.apply(x[i]);
     }
+}
+
+/// See `scalar::exp_sum`; the exponentials are `unary`'s (`exp4` on whole vectors, libm on the
+/// tail), so the row has the bits of `x - shift` followed by `Unary::Exp`.
+pub fn exp_sum(y: &mut [f32], shift: f32) -> f64 {
+    let body = y.len() / 4 * 4;
+    let s = f32x4_splat(shift);
+    let mut sum = 0.0f64;
+    for i in (0..body).step_by(4) {
+        let e = exp4(f32x4_sub(load(&y[i..]), s));
+        store(&mut y[i..], e);
+        for v in f32_lanes(e) {
+            sum += v as f64;
+        }
+    }
+    for v in &mut y[body..] {
+        *v = (*v - shift).exp();
+        sum += *v as f64;
+    }
+    sum
 }
 
 /// Σ x[i]² with each square rounded to f32 and summed in two f64 lanes.
