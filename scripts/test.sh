@@ -19,10 +19,10 @@ cargo test -q
 step "wasm-pack test --headless --chrome (wasm32 + simd128)"
 wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install
 
-step "relaxed-SIMD build: kernel and quant tests in headless Chromium"
+step "relaxed-SIMD build: kernel, quant and model-layout tests in headless Chromium"
 CARGO_TARGET_DIR=target/relaxed \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
-  wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --test kernels --test quant --test ops --test ocr_ops
+  wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --test kernels --test quant --test ops --test ocr_ops --test fidelity_archs
 
 step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
 bash scripts/test-threads.sh

@@ -280,7 +280,7 @@ mod model_inputs {
         #[cfg(not(target_arch = "wasm32"))]
         {
             let file = Arc::new(TINY.to_vec());
-            let w = Weights::load(&r.unwrap(), &g, &file).map(|_| ());
+            let w = Weights::load(&r.unwrap(), &g, &file, &[]).map(|_| ());
             assert_err(w, "MissingMetadata");
         }
     }
@@ -292,7 +292,7 @@ mod model_inputs {
         let cfg = Config::from_gguf(&g).unwrap();
         let file = Arc::new(TINY.to_vec());
         assert_err(
-            Weights::load(&cfg, &g, &file).map(|_| ()),
+            Weights::load(&cfg, &g, &file, &[]).map(|_| ()),
             "MissingMetadata",
         );
     }
@@ -310,7 +310,10 @@ mod model_inputs {
         assert_eq!(t.dtype, DType::F32);
         t.dtype = DType::F16;
         let file = Arc::new(TINY.to_vec());
-        assert_err(Weights::load(&cfg, &g, &file).map(|_| ()), "InvalidGguf");
+        assert_err(
+            Weights::load(&cfg, &g, &file, &[]).map(|_| ()),
+            "InvalidGguf",
+        );
     }
 
     #[test]

@@ -75,15 +75,27 @@ fn cases(reference: &str) -> Vec<Case> {
 struct Parts {
     cfg: Config,
     weights: Weights,
+    /// Q4_0 matrices in the interleaved layout.
+    interleaved: usize,
 }
 
 impl Parts {
-    fn load(bytes: &[u8]) -> Parts {
-        let file = Arc::new(bytes.to_vec());
-        let g = GgufFile::parse(&file).unwrap();
+    /// `interleave`: the Q4_0 matrices four rows at a time, as relaxed-SIMD builds load them.
+    fn load(bytes: &[u8], interleave: bool) -> Parts {
+        let mut bytes = bytes.to_vec();
+        let g = GgufFile::parse(&bytes).unwrap();
         let cfg = Config::from_gguf(&g).unwrap();
-        let weights = Weights::load(&cfg, &g, &file).unwrap();
-        Parts { cfg, weights }
+        let interleaved = match interleave {
+            true => Weights::interleave(&mut bytes, &g).unwrap(),
+            false => Vec::new(),
+        };
+        let file = Arc::new(bytes);
+        let weights = Weights::load(&cfg, &g, &file, &interleaved).unwrap();
+        Parts {
+            cfg,
+            weights,
+            interleaved: interleaved.len(),
+        }
     }
 
     /// Logits of `tokens` after `cache` (which then holds them too).
@@ -122,7 +134,8 @@ impl Delta {
 /// Checks one fixture against llama.cpp (printing max and mean |Δ| and top-1 agreement);
 /// `spread` is the fixture's `self_spread.json`, where it has one.
 fn check(name: &str, gguf: &[u8], reference: &str, last_logits: &[u8], spread: Option<&str>) {
-    let m = Parts::load(gguf);
+    let m = Parts::load(gguf, false);
+    same_bits_interleaved(name, gguf, &m, &cases(reference)[0].tokens);
     let vocab = m.cfg.n_vocab;
     let theirs = |i: usize| {
         let b = &last_logits[4 * i..4 * i + 4];
@@ -178,6 +191,27 @@ fn check(name: &str, gguf: &[u8], reference: &str, last_logits: &[u8], spread: O
     assert!(worst <= max_tol, "{name}: max |Δ| {worst} > {max_tol}");
     assert!(mean <= mean_tol, "{name}: mean |Δ| {mean} > {mean_tol}");
     assert_eq!(agree, judged, "{name}: teacher-forced top-1");
+}
+
+/// The model loaded with its Q4_0 matrices interleaved (what relaxed-SIMD builds run) gives
+/// the logits of the file's layout bit for bit, prompt and one decode step; for a Q4_0 file.
+fn same_bits_interleaved(name: &str, gguf: &[u8], plain: &Parts, tokens: &[u32]) {
+    let mi = Parts::load(gguf, true);
+    assert!(mi.interleaved > 0, "{name}: no Q4_0 matrix interleaved");
+    let ctx = tokens.len() + 1;
+    let run = |m: &Parts| {
+        let mut cache = KvCache::new(m.cfg.n_layer, ctx, m.cfg.kv_dim()).unwrap();
+        let mut s = Scratch::default();
+        let mut all = m.eval(&mut cache, &mut s, tokens, 0);
+        all.extend(m.eval(&mut cache, &mut s, &[tokens[0]], tokens.len()));
+        all
+    };
+    let (a, b) = (run(plain), run(&mi));
+    let same = a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
+    assert!(
+        same && a.len() == b.len(),
+        "{name}: interleaved logits differ"
+    );
 }
 
 macro_rules! fixture {

@@ -151,6 +151,7 @@ fn quantized_weights_stay_views_of_the_file() {
             Storage::Quantized { bytes, .. } => bytes.clone(),
             other => panic!("not quantized: {:?}", other.dtype()),
         },
+        Linear::Interleaved { bytes, .. } => bytes.clone(),
         Linear::Dense { .. } => panic!("a Q4_0 matrix was expanded to f32"),
     };
     let embd = bytes(&model.weights().token_embd);

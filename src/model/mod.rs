@@ -41,10 +41,22 @@ impl Model {
     /// Parses and loads a GGUF file. The bytes are kept (not copied) as the storage of every
     /// quantized weight.
     pub fn load(bytes: Vec<u8>) -> Result<Model> {
-        let file = Arc::new(bytes);
-        let mut gguf = GgufFile::parse(&file)?;
+        Model::load_with_layout(bytes, crate::quant::interleave::ENABLED)
+    }
+
+    /// [`Model::load`] with the Q4_0 layout chosen by the caller rather than the build:
+    /// `interleave` rearranges the Q4_0 matrices four rows at a time (`quant::interleave`, what
+    /// relaxed-SIMD builds do), which every build runs (the others on the scalar kernel) with
+    /// the same bits. For tests and benchmarks.
+    pub fn load_with_layout(mut bytes: Vec<u8>, interleave: bool) -> Result<Model> {
+        let mut gguf = GgufFile::parse(&bytes)?;
         let config = Config::from_gguf(&gguf)?;
-        let weights = Weights::load(&config, &gguf, &file)?;
+        let interleaved = match interleave {
+            true => Weights::interleave(&mut bytes, &gguf)?,
+            false => Vec::new(),
+        };
+        let file = Arc::new(bytes);
+        let weights = Weights::load(&config, &gguf, &file, &interleaved)?;
         let tokenizer = take_tokenizer(&mut gguf)?;
         if tokenizer.vocab_size() != config.n_vocab {
             return Err(Error::UnsupportedModel {

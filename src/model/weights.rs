@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::config::Config;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
-use crate::quant::{self, matmul_into, quant_type, MatmulScratch};
+use crate::quant::{self, interleave, quant_type, MatmulScratch, QWeight, QK4_0};
 use crate::shape::checked_product;
 use crate::storage::Bytes;
 use crate::{DType, Shape, Tensor};
@@ -19,6 +19,13 @@ use half::{bf16, f16};
 pub enum Linear {
     /// Block-quantized with a fused kernel: a view into the file.
     Quant(Tensor),
+    /// Q4_0 interleaved four rows at a time at load (relaxed-SIMD builds, see
+    /// `quant::interleave`): a view into the file, `out` a multiple of four.
+    Interleaved {
+        bytes: Bytes,
+        out: usize,
+        inp: usize,
+    },
     /// Everything else, decoded to f32 `[out, in]`.
     Dense { w: Vec<f32>, out: usize, inp: usize },
 }
@@ -36,8 +43,23 @@ impl Linear {
                 [o, i] => (o, i),
                 _ => (0, 0),
             },
-            Linear::Dense { out, inp, .. } => (*out, *inp),
+            Linear::Dense { out, inp, .. } | Linear::Interleaved { out, inp, .. } => (*out, *inp),
         }
+    }
+
+    /// The matrix as the quantized matmul reads it (`None` for `Dense`).
+    fn qweight(&self) -> Result<Option<QWeight<'_>>> {
+        Ok(match self {
+            Linear::Quant(t) => Some(QWeight::try_from(t)?),
+            Linear::Interleaved { bytes, out, inp } => Some(QWeight {
+                dtype: DType::Q4_0,
+                bytes,
+                rows: *out,
+                cols: *inp,
+                interleaved: true,
+            }),
+            Linear::Dense { .. } => None,
+        })
     }
 
     /// [`Linear::forward`] for several weights reading the same `x` (Q/K/V, gate/up): quantized
@@ -52,16 +74,14 @@ impl Linear {
         if outs.len() != n {
             return Err(Error::shape("Linear::forward_many", n, outs.len()));
         }
-        let mut quant: [Option<&Tensor>; 4] = [None; 4];
-        for (q, l) in quant.iter_mut().zip(linears) {
-            if let Linear::Quant(t) = l {
-                *q = Some(t);
+        let mut quant: [Option<QWeight>; 4] = [None; 4];
+        if n <= quant.len() {
+            for (q, l) in quant.iter_mut().zip(linears) {
+                *q = l.qweight()?;
             }
-        }
-        if let [Some(first), ..] = quant {
-            if n <= quant.len() && quant[..n].iter().all(Option::is_some) {
-                let ts = quant.map(|t| t.unwrap_or(first));
-                return quant::matmul_many(x, &ts[..n], mm, outs);
+            if quant[..n].iter().all(Option::is_some) {
+                let ws = quant.map(Option::unwrap_or_default);
+                return quant::matmul_weights(x, &ws[..n], mm, outs);
             }
         }
         for (l, out) in linears.iter().zip(outs.iter_mut()) {
@@ -73,7 +93,10 @@ impl Linear {
     /// `out[r, :] = W · x[r, :]` for every row of `x` (`rows × in` → `rows × out`).
     pub fn forward(&self, x: &[f32], out: &mut [f32], mm: &mut MatmulScratch) -> Result<()> {
         match self {
-            Linear::Quant(w) => matmul_into(x, w, mm, out),
+            Linear::Quant(_) | Linear::Interleaved { .. } => {
+                let w = self.qweight()?.unwrap_or_default();
+                quant::matmul_weights(x, &[w], mm, &mut [out])
+            }
             Linear::Dense { w, out: n_out, inp } => {
                 let rows = x.len().checked_div(*inp).unwrap_or(0);
                 if *inp == 0
@@ -120,6 +143,11 @@ impl Linear {
                 let row_bytes = w.dtype().storage_bytes(cols)?;
                 let bytes = w.quantized_bytes()?;
                 quant::dequantize_row(w.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], out)
+            }
+            Linear::Interleaved { bytes, .. } => {
+                let mut row = crate::storage::try_vec(DType::Q4_0.storage_bytes(cols)?, 0u8)?;
+                interleave::deinterleave_rows(bytes, cols / QK4_0, r..r + 1, &mut row);
+                quant::dequantize_row(DType::Q4_0, &row, out)
             }
             Linear::Dense { w, .. } => {
                 if rows.checked_mul(cols) != Some(w.len()) {
@@ -175,8 +203,58 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    pub fn load(cfg: &Config, g: &GgufFile, file: &Arc<Vec<u8>>) -> Result<Weights> {
-        let l = Loader { g, file };
+    /// Interleaves in place every Q4_0 matrix of `file` whose rows come in whole groups of four
+    /// (`quant::interleave`), and returns their data offsets, sorted, for [`Weights::load`].
+    /// Tensors whose bytes overlap another's stay as they are.
+    pub fn interleave(file: &mut [u8], g: &GgufFile) -> Result<Vec<usize>> {
+        let mut done = Vec::new();
+        let mut spans = crate::storage::try_with_capacity(g.tensors.len())?;
+        spans.extend(
+            g.tensors
+                .iter()
+                .map(|t| (t.offset, t.offset.saturating_add(t.nbytes), t)),
+        );
+        spans.sort_unstable_by_key(|&(start, end, _)| (start, end));
+        let mut reach = 0; // the furthest end of the spans before this one
+        for (k, &(start, end, t)) in spans.iter().enumerate() {
+            let alone = reach <= start && spans.get(k + 1).is_none_or(|n| end <= n.0);
+            reach = reach.max(end);
+            let (cols, rows) = match t.dims[..] {
+                [c, r] => (c, r),
+                _ => continue,
+            };
+            let row = DType::Q4_0.storage_bytes(cols).ok();
+            let whole = row.and_then(|r| r.checked_mul(rows)) == Some(t.nbytes);
+            if !alone
+                || t.dtype != DType::Q4_0
+                || !whole
+                || rows == 0
+                || rows % interleave::GROUP != 0
+            {
+                continue;
+            }
+            if let Some(bytes) = file.get_mut(start..end) {
+                interleave::interleave_q4_0(bytes, cols / QK4_0)?;
+                crate::storage::try_reserve(&mut done, 1)?;
+                done.push(start);
+            }
+        }
+        Ok(done)
+    }
+
+    /// The weights of `g`, views of `file` where they stay quantized; `interleaved` lists the
+    /// data offsets of the Q4_0 matrices [`Weights::interleave`] rearranged.
+    pub fn load(
+        cfg: &Config,
+        g: &GgufFile,
+        file: &Arc<Vec<u8>>,
+        interleaved: &[usize],
+    ) -> Result<Weights> {
+        let l = Loader {
+            g,
+            file,
+            interleaved,
+        };
         // `block_count` comes from the file: every layer needs tensors, so the table bounds it.
         let mut layers = Vec::new();
         crate::storage::try_reserve(&mut layers, cfg.n_layer.min(g.tensors.len()))?;
@@ -278,6 +356,8 @@ where
 struct Loader<'a> {
     g: &'a GgufFile,
     file: &'a Arc<Vec<u8>>,
+    /// Data offsets of the interleaved Q4_0 matrices, sorted.
+    interleaved: &'a [usize],
 }
 
 impl Loader<'_> {
@@ -394,9 +474,24 @@ impl Loader<'_> {
             offset: info.offset as u64,
             reason: format!("tensor {} runs past the end of the file", info.name),
         })?;
+        if self.interleaved.binary_search(&info.offset).is_err() {
+            return Ok(Linear::Quant(Tensor::from_quantized_bytes(
+                info.dtype,
+                bytes,
+                [out, inp],
+            )?));
+        }
+        let g = interleave::GROUP;
+        if start % g == 0 && out % g == 0 {
+            return Ok(Linear::Interleaved { bytes, out, inp });
+        }
+        // Rows that split a group (no model cuts its fused tensors so): back to the file's layout.
+        let matrix = self.g.tensor_bytes(self.file, info)?;
+        let mut rows = crate::storage::try_vec(span(out)?, 0u8)?;
+        interleave::deinterleave_rows(matrix, inp / QK4_0, start..start + out, &mut rows);
         Ok(Linear::Quant(Tensor::from_quantized_bytes(
             info.dtype,
-            bytes,
+            Bytes::from(rows),
             [out, inp],
         )?))
     }

@@ -86,7 +86,7 @@ pub fn matmul_into(
     scratch: &mut MatmulScratch,
     out: &mut [f32],
 ) -> Result<()> {
-    matmul_many(x, &[weight], scratch, &mut [out])
+    matmul_weights(x, &[QWeight::try_from(weight)?], scratch, &mut [out])
 }
 
 /// [`matmul_into`] for several weights that read the same `x` (an attention block's Q, K and V;
@@ -103,27 +103,114 @@ pub fn matmul_many(
     if weights.len() != outs.len() {
         return Err(Error::shape(OP, weights.len(), outs.len()));
     }
+    let mut ws = [QWeight::default(); MAX_MANY];
+    if weights.len() > MAX_MANY {
+        for (w, out) in weights.iter().zip(outs.iter_mut()) {
+            matmul_into(x, w, scratch, out)?;
+        }
+        return Ok(());
+    }
+    for (q, w) in ws.iter_mut().zip(weights) {
+        *q = QWeight::try_from(*w)?;
+    }
+    matmul_weights(x, &ws[..weights.len()], scratch, outs)
+}
+
+/// A quantized weight matrix `[rows, cols]` as the matmul reads it: a tensor's bytes, or a
+/// model's Q4_0 matrix interleaved at load (`interleaved`, see `interleave.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct QWeight<'a> {
+    pub dtype: DType,
+    pub bytes: &'a [u8],
+    pub rows: usize,
+    pub cols: usize,
+    pub interleaved: bool,
+}
+
+impl Default for QWeight<'_> {
+    fn default() -> Self {
+        QWeight {
+            dtype: DType::Q4_0,
+            bytes: &[],
+            rows: 0,
+            cols: 0,
+            interleaved: false,
+        }
+    }
+}
+
+impl<'a> TryFrom<&'a Tensor> for QWeight<'a> {
+    type Error = Error;
+
+    fn try_from(t: &'a Tensor) -> Result<QWeight<'a>> {
+        fused_kernel(t.dtype())?;
+        let [rows, cols] = *t.dims() else {
+            return Err(Error::shape(OP, "weight [out, in]", t.shape()));
+        };
+        Ok(QWeight {
+            dtype: t.dtype(),
+            bytes: t.quantized_bytes()?,
+            rows,
+            cols,
+            interleaved: false,
+        })
+    }
+}
+
+impl QWeight<'_> {
+    /// Bytes per row, once the bytes are checked to be exactly `rows` of them (the kernels read
+    /// through raw pointers) and an interleaved matrix to be whole Q4_0 groups.
+    fn row_bytes(&self) -> Result<usize> {
+        let w_row = self.dtype.storage_bytes(self.cols)?;
+        let groups_ok = !self.interleaved
+            || (self.dtype == DType::Q4_0 && self.rows % super::interleave::GROUP == 0);
+        if self.rows.checked_mul(w_row) != Some(self.bytes.len()) || !groups_ok {
+            return Err(Error::shape(
+                OP,
+                format!("{} rows of {w_row} bytes", self.rows),
+                format!(
+                    "{} bytes (interleaved: {})",
+                    self.bytes.len(),
+                    self.interleaved
+                ),
+            ));
+        }
+        Ok(w_row)
+    }
+}
+
+/// [`matmul_many`] over [`QWeight`]s: the Tensor API's matrices and a model's interleaved ones.
+pub fn matmul_weights(
+    x: &[f32],
+    weights: &[QWeight],
+    scratch: &mut MatmulScratch,
+    outs: &mut [&mut [f32]],
+) -> Result<()> {
+    if weights.len() != outs.len() {
+        return Err(Error::shape(OP, weights.len(), outs.len()));
+    }
     let mut shared: Option<(FusedDot, usize)> = None;
     let mut together = weights.len() <= MAX_MANY;
     let mut ws = [Job::default(); MAX_MANY];
     for (i, (w, out)) in weights.iter().zip(outs.iter()).enumerate() {
-        let fused = fused_kernel(w.dtype())?;
-        let (_, n_out, n_in) = matmul_dims(x, w, fused, out.len())?;
+        let fused = fused_kernel(w.dtype)?;
+        let (_, n_out, n_in) = matmul_dims(x, w.rows, w.cols, fused, out.len())?;
         together &= shared.is_none_or(|(f, i)| (f.act, i) == (fused.act, n_in));
         shared = Some((fused, n_in));
         if let Some(job) = ws.get_mut(i) {
             *job = Job {
-                bytes: w.quantized_bytes()?,
+                bytes: w.bytes,
                 rows: n_out,
-                w_row: w.dtype().storage_bytes(n_in)?,
-                dtype: w.dtype(),
+                w_row: w.row_bytes()?,
+                dtype: w.dtype,
+                interleaved: w.interleaved,
                 dot: fused.dot,
             };
         }
     }
     if !together {
         for (w, out) in weights.iter().zip(outs.iter_mut()) {
-            matmul_into(x, w, scratch, out)?;
+            matmul_weights(x, &[*w], scratch, &mut [&mut **out])?;
         }
         return Ok(());
     }
@@ -151,6 +238,8 @@ struct Job<'a> {
     /// Bytes per weight row.
     w_row: usize,
     dtype: DType,
+    /// Q4_0 rows interleaved four at a time (`interleave.rs`).
+    interleaved: bool,
     dot: fn(&[u8], &[u8]) -> f32,
 }
 
@@ -161,6 +250,7 @@ impl Default for Job<'_> {
             rows: 0,
             w_row: 0,
             dtype: DType::Q4_0,
+            interleaved: false,
             dot: kernels::vec_dot_q4_0_q8_0,
         }
     }
@@ -220,6 +310,9 @@ fn prepare_acts<'s>(
 /// row against all activation rows while it is in cache.
 fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) {
     match (job.dtype, acts) {
+        (DType::Q4_0, Acts::Q8_0(act)) if job.interleaved => {
+            return kernels::gemm_q4_0x4_q8_0(w, act, block)
+        }
         (DType::Q4_0, Acts::Q8_0(act)) => return kernels::gemm_q4_0_q8_0(w, act, block),
         (DType::Q8_0, Acts::Q8_0(act)) => return kernels::gemm_q8_0_q8_0(w, act, block),
         (DType::Q5_0, Acts::Q8_0(act))
@@ -323,14 +416,11 @@ const OP: &str = "quantized_matmul";
 /// in]`, `x` whole rows of `in`, `in` whole activation blocks, `out_len == rows · out`.
 fn matmul_dims(
     x: &[f32],
-    weight: &Tensor,
+    n_out: usize,
+    n_in: usize,
     fused: FusedDot,
     out_len: usize,
 ) -> Result<(usize, usize, usize)> {
-    let (n_out, n_in) = match weight.dims() {
-        [o, i] => (*o, *i),
-        _ => return Err(Error::shape(OP, "weight [out, in]", weight.shape())),
-    };
     let rows = x.len().checked_div(n_in).unwrap_or(0);
     // `rows · out` is checked: wrapped, it would let a short `out` through.
     if rows * n_in != x.len()
@@ -350,10 +440,12 @@ fn matmul_dims(
 /// chunks per thread, so the chunk still running when the others finish (and they wait for it)
 /// is short.
 fn chunk_rows(total: usize, single: usize) -> usize {
-    match parallel::num_threads() {
+    let rows = match parallel::num_threads() {
         1 => single.max(1),
         t => total.div_ceil(16 * t).max(16),
-    }
+    };
+    // Whole groups, so an interleaved matrix's chunks start at a group.
+    rows.next_multiple_of(super::interleave::GROUP)
 }
 
 /// The fused kernel for weights of `dtype`, or [`Error::UnsupportedDType`].

@@ -16,12 +16,13 @@
 
 mod act;
 mod blocks;
+pub mod interleave;
 pub mod kernels;
 mod kquants;
 mod legacy;
 mod matmul;
 pub use act::Q8Act;
-pub use matmul::{matmul_into, matmul_many, MatmulScratch};
+pub use matmul::{matmul_into, matmul_many, matmul_weights, MatmulScratch, QWeight};
 mod quantize;
 mod traits;
 

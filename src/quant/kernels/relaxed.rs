@@ -7,10 +7,11 @@
 use core::arch::wasm32::*;
 
 use super::simd128::{
-    dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16, q8_0_row1_with, I8Dot,
-    Q4_BYTES, Q8_BYTES,
+    dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16,
+    q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
 use crate::quant::act::Q8Act;
+use crate::quant::interleave::{deinterleave_rows, GROUP, GROUP_BLOCK};
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -138,4 +139,154 @@ impl I8Dot for Split {
     unsafe fn tail(&self, w: *const i8, x: *const i8, i: usize) -> i32 {
         *w.add(i) as i32 * (*x.add(i) as i32 - *x.add(self.k + i) as i32)
     }
+}
+
+/// `out[r·n_w + o] = w_o · x_r` for Q4_0×4 weights (`quant::interleave`; see
+/// `scalar::gemm_q4_0x4_q8_0`, whose bits this reproduces). Per block of a group, each relaxed
+/// dot takes one activation word splat over the lanes against four bytes of each of the four
+/// rows, so the group's four sums build up in the four lanes; four activation rows at a time
+/// share each unpacked weight vector.
+pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    let (rows, nb) = (act.rows(), act.blocks());
+    if rows == 0 || nb == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let group = nb * GROUP_BLOCK;
+    let stride = out.len() / rows;
+    let groups = (stride / GROUP).min(w.len() / group);
+    for g in 0..groups {
+        let wg = &w[g * group..(g + 1) * group];
+        let mut r = 0;
+        while r + 4 <= rows {
+            // SAFETY: `wg` is one whole group of `nb` blocks and rows `r..r + 4` exist in `act`.
+            let sums = unsafe { group_rows::<4>(wg.as_ptr(), nb, act, r) };
+            store_group(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
+            r += 4;
+        }
+        while r < rows {
+            // SAFETY: as above, for row `r`.
+            let sums = unsafe { group_rows::<1>(wg.as_ptr(), nb, act, r) };
+            store_group(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
+            r += 1;
+        }
+    }
+}
+
+/// Writes a group's four outputs for activation rows `r0..r0 + N` (row `r` at `out[(r0 + r) ·
+/// stride..]`), or, when a scale was inf/NaN (`None`: a broken file), the scalar dots of the
+/// group's rows in the file's layout.
+fn store_group<const N: usize>(
+    sums: Option<[v128; N]>,
+    wg: &[u8],
+    nb: usize,
+    act: &Q8Act,
+    r0: usize,
+    out: &mut [f32],
+    stride: usize,
+) {
+    for r in 0..N {
+        let o = &mut out[(r0 + r) * stride..][..GROUP];
+        match sums {
+            Some(s) => o.copy_from_slice(&super::simd128::f32_lanes(s[r])),
+            None => {
+                let Ok(mut row) = crate::storage::try_vec(nb * Q4_BYTES, 0u8) else {
+                    return o.fill(f32::NAN);
+                };
+                for (lane, v) in o.iter_mut().enumerate() {
+                    deinterleave_rows(wg, nb, lane..lane + 1, &mut row);
+                    *v = super::scalar::vec_dot_q4_0_q8_0(&row, act.q8_row(r0 + r));
+                }
+            }
+        }
+    }
+}
+
+/// The four sums of one group against activation rows `r0..r0 + N`, lane = weight row, each in
+/// the canonical block order; `None` when a weight scale is inf/NaN.
+///
+/// # Safety
+/// `wg` must point at one group of `nb` blocks and rows `r0..r0 + N` must exist in `act`.
+#[inline(always)]
+unsafe fn group_rows<const N: usize>(
+    wg: *const u8,
+    nb: usize,
+    act: &Q8Act,
+    r0: usize,
+) -> Option<[v128; N]> {
+    let row_bytes = nb * Q8_BYTES;
+    let x: [*const u8; N] = core::array::from_fn(|i| act.q8().as_ptr().add((r0 + i) * row_bytes));
+    let dx: [*const f32; N] = core::array::from_fn(|i| act.dx().as_ptr().add((r0 + i) * nb));
+    let sx8: [*const i32; N] = core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb));
+    let mut special = i32x4_splat(0);
+    let sums = accumulate_blocks4_n::<N>(nb, |b, acc| {
+        let blk = wg.add(b * GROUP_BLOCK);
+        // The four rows' f16 scales, each moved into the high half of its i32 lane.
+        let h = i16x8_shuffle::<8, 0, 8, 1, 8, 2, 8, 3>(
+            v128_load64_zero(blk as *const u64),
+            i16x8_splat(0),
+        );
+        let dw = f16_high_to_f32(h, &mut special);
+        let isum = group_block_isum::<N>(blk.add(2 * GROUP), x.map(|p| p.add(b * Q8_BYTES + 2)));
+        core::array::from_fn(|i| {
+            let isum = i32x4_sub(isum[i], i32x4_splat(*sx8[i].add(b)));
+            let scale = f32x4_mul(dw, f32x4_splat(*dx[i].add(b)));
+            f32x4_add(acc[i], f32x4_mul(scale, f32x4_convert_i32x4(isum)))
+        })
+    });
+    (!v128_any_true(special)).then_some(sums)
+}
+
+/// `Σ nibble·x` of one group block's four rows (lane = row) against the 32 quants at each of
+/// `x`: the 64 quant bytes `qs` as four vectors, each unpacked once for all `N` rows. Each
+/// `dot16_relaxed` pairs two products into an i16 lane (|pair| ≤ 2·128·15), so the eight of a
+/// block add up in i16 (≤ 30720) and widen once: i16 lanes `2i, 2i + 1` are row `i`.
+///
+/// # Safety
+/// `qs` must point at 64 readable bytes and each `x` at 32.
+#[inline(always)]
+unsafe fn group_block_isum<const N: usize>(qs: *const u8, x: [*const u8; N]) -> [v128; N] {
+    let mask = u8x16_splat(0x0F);
+    let mut acc = [i16x8_splat(0); N];
+    for k in 0..4 {
+        let v = v128_load(qs.add(16 * k) as *const v128);
+        let lo = v128_and(v, mask);
+        let hi = v128_and(u16x8_shr(v, 4), mask);
+        for i in 0..N {
+            let xl = v128_load32_splat(x[i].add(4 * k) as *const u32);
+            let xh = v128_load32_splat(x[i].add(16 + 4 * k) as *const u32);
+            let d = i16x8_add(dot16_relaxed(xl, lo), dot16_relaxed(xh, hi));
+            acc[i] = if k == 0 { d } else { i16x8_add(acc[i], d) };
+        }
+    }
+    acc.map(|v| i32x4_extadd_pairwise_i16x8(v))
+}
+
+/// `simd128::accumulate_blocks4` for `N` accumulators at once: block `b` into set `b % 4`, the
+/// sets reduced as `(a0 + a1) + (a2 + a3)`.
+#[inline(always)]
+fn accumulate_blocks4_n<const N: usize>(
+    nb: usize,
+    mut step: impl FnMut(usize, [v128; N]) -> [v128; N],
+) -> [v128; N] {
+    let zero = [f32x4_splat(0.0); N];
+    let (mut a0, mut a1, mut a2, mut a3) = (zero, zero, zero, zero);
+    let mut b = 0;
+    while b + 4 <= nb {
+        a0 = step(b, a0);
+        a1 = step(b + 1, a1);
+        a2 = step(b + 2, a2);
+        a3 = step(b + 3, a3);
+        b += 4;
+    }
+    let mut acc = [a0, a1, a2, a3];
+    for (lane, b) in (b..nb).enumerate() {
+        acc[lane] = step(b, acc[lane]);
+    }
+    core::array::from_fn(|i| {
+        f32x4_add(
+            f32x4_add(acc[0][i], acc[1][i]),
+            f32x4_add(acc[2][i], acc[3][i]),
+        )
+    })
 }

@@ -4,6 +4,9 @@ use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 use crate::quant::blocks::{read_f16, QK8_0};
 
+/// Bytes of one Q8_0 block.
+const QK8_0_BYTES: usize = DType::Q8_0.block_bytes();
+
 pub use crate::quant::kquants::{vec_dot_q4_k_q8_k, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k};
 pub use crate::quant::legacy::vec_dot_q5_0_q8_0;
 pub use crate::quant::quantize::quantize_row_q8_0;
@@ -72,6 +75,42 @@ pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     for (o, wr) in w.chunks_exact(w_row.max(1)).take(n_w).enumerate() {
         for r in 0..rows {
             out[r * n_w + o] = vec_dot_q4_0_q8_0(wr, act.q8_row(r));
+        }
+    }
+}
+
+/// [`gemm_q4_0_q8_0`] for weights interleaved four rows at a time (`quant::interleave`):
+/// `n_w = out.len() / rows` outputs per activation row, from the first `n_w / 4` groups of `w`.
+/// Each output is its row's `vec_dot_q4_0_q8_0` (same integers, same order), so the bits are
+/// those of the file's layout; the reference for the relaxed-SIMD version.
+pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    use crate::quant::interleave::{GROUP, GROUP_BLOCK};
+    let (rows, nb) = (act.rows().max(1), act.blocks());
+    let n_w = out.len() / rows;
+    for (g, wg) in w
+        .chunks_exact((nb * GROUP_BLOCK).max(1))
+        .take(n_w / GROUP)
+        .enumerate()
+    {
+        for lane in 0..GROUP {
+            for r in 0..rows {
+                let x = act.q8_row(r);
+                let blocks = wg.chunks_exact(GROUP_BLOCK).enumerate().map(|(b, blk)| {
+                    let xb = &x[b * QK8_0_BYTES..(b + 1) * QK8_0_BYTES];
+                    let mut isum = 0i32;
+                    for k in 0..4 {
+                        for m in 0..4 {
+                            let q = blk[2 * GROUP + 16 * k + 4 * lane + m];
+                            let j = 4 * k + m;
+                            let (lo, hi) = ((q & 0x0F) as i32 - 8, (q >> 4) as i32 - 8);
+                            isum += lo * (xb[2 + j] as i8) as i32
+                                + hi * (xb[2 + j + QK8_0 / 2] as i8) as i32;
+                        }
+                    }
+                    (read_f16(&blk[2 * lane..]) * read_f16(xb), isum)
+                });
+                out[r * n_w + g * GROUP + lane] = accumulate4(blocks);
+            }
         }
     }
 }

@@ -264,6 +264,12 @@ unsafe fn q4_0_scales4(w: *const u8, stride: usize, special: &mut v128) -> v128 
     h = v128_load16_lane::<3>(h, w.add(stride) as *const u16);
     h = v128_load16_lane::<5>(h, w.add(2 * stride) as *const u16);
     h = v128_load16_lane::<7>(h, w.add(3 * stride) as *const u16);
+    f16_high_to_f32(h, special)
+}
+
+/// Four f16 values held in the high halves of `h`'s i32 lanes as f32 (see `q4_0_scales4`).
+#[inline(always)]
+pub(crate) fn f16_high_to_f32(h: v128, special: &mut v128) -> v128 {
     let exp = i32x4_splat(0x7C00_0000);
     *special = v128_or(*special, i32x4_eq(v128_and(h, exp), exp));
     let bits = v128_and(i32x4_shr(h, 3), i32x4_splat(0x8FFF_E000u32 as i32));
