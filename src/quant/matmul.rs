@@ -438,13 +438,13 @@ fn matmul_dims(
 
 /// Weight rows per parallel task for `total` rows: all of `single` on one thread, else 16
 /// chunks per thread, so the chunk still running when the others finish (and they wait for it)
-/// is short.
+/// is short. Whole interleaving groups either way, so an interleaved matrix's chunks start at a
+/// group.
 fn chunk_rows(total: usize, single: usize) -> usize {
     let rows = match parallel::num_threads() {
         1 => single.max(1),
         t => total.div_ceil(16 * t).max(16),
     };
-    // Whole groups, so an interleaved matrix's chunks start at a group.
     rows.next_multiple_of(super::interleave::GROUP)
 }
 
