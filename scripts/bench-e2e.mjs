@@ -4,6 +4,9 @@
 // section of BENCHMARKS.md. A measurement tool, not a test.
 //   RUNS=3 THREADS=1,2 node scripts/bench-e2e.mjs     (KOPITIAM_BENCH_NO_BUILD=1 skips the build)
 //   MODEL=gemma-3-270m-q4_k_m …                       (the downloaded Q4_K_M file; own section)
+//   LONG_RUNS=3 …   runs per side of the long prompt (the prompt ten times, 2048-token context;
+//                   default 3 for the Q4_0 file, 0 otherwise), each with its time to first token
+//   CTX4096=1 …     one memory run of ours with a 4096-token context (default on for Q4_0)
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
@@ -25,7 +28,16 @@ const RUNS = Number(process.env.RUNS ?? 3);
 // would slow the very runs being timed (most on 2 threads, where no core is spare).
 const MEM_RUNS = Number(process.env.MEM_RUNS ?? 1);
 const THREADS = (process.env.THREADS ?? "1,2").split(",").map(Number);
-const RUN_TIMEOUT_MS = 1000 * Number(process.env.RUN_TIMEOUT_S ?? 180);
+const RUN_TIMEOUT_MS = 1000 * Number(process.env.RUN_TIMEOUT_S ?? 240);
+const LONG_RUNS = Number(process.env.LONG_RUNS ?? (QUANT === "Q4_0" ? 3 : 0));
+const CTX4096 = (process.env.CTX4096 ?? (QUANT === "Q4_0" ? "1" : "0")) === "1";
+/** The prompt kinds: the bench prompt in a 1024-token context (both sides' default), the same
+ * text ten times (as bench:long) in 2048, and the bench prompt in a 4096-token context. */
+const KINDS = {
+  short: { prompt: PROMPT, ctx: 1024 },
+  long: { prompt: Array(10).fill(PROMPT).join("\n\n"), ctx: 2048 },
+  ctx4096: { prompt: PROMPT, ctx: 4096 },
+};
 const SIDES = {
   ours: { page: "e2e-ours.html", key: "kopitiamResult" },
   wllama: { page: "wllama.html", key: "wllamaResult" },
@@ -50,8 +62,9 @@ const chromium = browser.version();
 
 /** One run in a fresh context (own HTTP cache and storage): result, and with `memory` the peak
  * renderer PSS (sampled every 100 ms). */
-async function runOnce(side, threads, memory) {
+async function runOnce(side, threads, memory, kind = "short") {
   const { page: file, key } = SIDES[side];
+  const { prompt, ctx } = KINDS[kind];
   await settle();
   const context = await browser.newContext();
   const logs = [];
@@ -62,7 +75,7 @@ async function runOnce(side, threads, memory) {
     const page = await context.newPage();
     page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
     page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-    const q = new URLSearchParams({ model: MODEL_URL, prompt: PROMPT, maxTokens: MAX_TOKENS, threads });
+    const q = new URLSearchParams({ model: MODEL_URL, prompt, maxTokens: MAX_TOKENS, threads, ctx });
     await page.goto(`${base}/www/bench/${file}?${q}`);
     try {
       await page.waitForFunction((k) => window[k], key, { timeout: RUN_TIMEOUT_MS, polling: 200 });
@@ -88,6 +101,7 @@ function normalise(side, r) {
   if (side === "ours") {
     return {
       loadMs: r.loadMs,
+      ttftMs: r.ttftMs,
       prefill: r.stats.prefillTokensPerSecond,
       decode: r.stats.decodeTokensPerSecond,
       promptTokens: r.stats.promptTokens,
@@ -99,6 +113,7 @@ function normalise(side, r) {
   }
   return {
     loadMs: r.loadMs,
+    ttftMs: r.ttftMs,
     prefill: r.prefillTokensPerSecond,
     decode: r.decodeTokensPerSecond,
     promptTokens: r.promptTokens,
@@ -109,7 +124,30 @@ function normalise(side, r) {
   };
 }
 
-const runs = []; // { side, threads, i, ...normalised } or { side, threads, i, error }
+const runs = []; // { side, threads, i, kind, ...normalised } or { side, threads, i, kind, error }
+
+/** One run of a non-default kind, its failure recorded rather than retried. */
+async function tryRun(side, threads, memory, kind, i) {
+  try {
+    return { side, threads, i, memory, kind, ...normalise(side, await runOnce(side, threads, memory, kind)) };
+  } catch (e) {
+    console.error(`  ${e.message}`);
+    return { side, threads, i, kind, error: e.message };
+  }
+}
+
+function record(entry) {
+  entry.kind ??= "short";
+  runs.push(entry);
+  if (entry.error) return;
+  console.log(
+    `  ${entry.side.padEnd(6)} ×${entry.threads} ${entry.kind} run ${entry.i + 1}: load ${(entry.loadMs / 1e3).toFixed(2)} s, ` +
+      `prefill ${entry.prefill.toFixed(1)} tok/s (${entry.promptTokens}), TTFT ${entry.ttftMs?.toFixed(0)} ms, ` +
+      `decode ${entry.decode.toFixed(1)} tok/s (${entry.generatedTokens})` +
+      (entry.memory ? `, peak PSS − empty ${((entry.peakPssKiB - emptyKiB) / 1024).toFixed(0)} MiB` : "") +
+      ` [${entry.build}]`,
+  );
+}
 let emptyKiB, cpu, cores;
 try {
   // The empty page, measured the same way: a blank page of the same (isolated) origin.
@@ -134,18 +172,16 @@ try {
           }
         }
         if (entry.error && side === "wllama") wllamaFailures++;
-        runs.push(entry);
-        if (!entry.error) {
-          console.log(
-            `  ${side.padEnd(6)} ×${threads} run ${i + 1}: load ${(entry.loadMs / 1e3).toFixed(2)} s, ` +
-              `prefill ${entry.prefill.toFixed(1)} tok/s (${entry.promptTokens}), decode ${entry.decode.toFixed(1)} tok/s ` +
-              `(${entry.generatedTokens})` +
-              (memory ? `, peak PSS − empty ${((entry.peakPssKiB - emptyKiB) / 1024).toFixed(0)} MiB` : "") +
-              ` [${entry.build}]`,
-          );
-        }
+        record(entry);
       }
     }
+    for (let i = 0; i < LONG_RUNS; i++) {
+      for (const side of ["ours", "wllama"]) {
+        if (side === "wllama" && wllamaFailures >= 2) continue;
+        record(await tryRun(side, threads, false, "long", i));
+      }
+    }
+    if (CTX4096) record(await tryRun("ours", threads, true, "ctx4096", 0));
   }
   cores = execFileSync("nproc").toString().trim();
   cpu = (readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/) ?? [])[1] ?? "?";
@@ -161,29 +197,34 @@ const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : "–");
 const cells = {};
 for (const side of Object.keys(SIDES)) {
   for (const threads of THREADS) {
-    const all = runs.filter((r) => r.side === side && r.threads === threads && !r.error);
-    const ok = all.filter((r) => !r.memory);
-    const mem = all.filter((r) => r.memory);
-    cells[`${side}${threads}`] = ok.length
-      ? {
-          n: ok.length,
-          build: [...new Set(ok.map((r) => r.build))].join(", "),
-          load: median(ok.map((r) => r.loadMs / 1e3)),
-          prefill: median(ok.map((r) => r.prefill)),
-          decode: median(ok.map((r) => r.decode)),
-          pss: mem.length ? median(mem.map((r) => mib(r.peakPssKiB))) : NaN,
-          tokens: [...new Set(ok.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
-        }
-      : null;
+    for (const kind of Object.keys(KINDS)) {
+      const all = runs.filter((r) => r.side === side && r.threads === threads && r.kind === kind && !r.error);
+      const ok = all.filter((r) => !r.memory);
+      const mem = all.filter((r) => r.memory);
+      const key = `${side}${threads}${kind === "short" ? "" : kind}`;
+      cells[key] = all.length
+        ? {
+            n: ok.length,
+            build: [...new Set(all.map((r) => r.build))].join(", "),
+            load: median(ok.map((r) => r.loadMs / 1e3)),
+            ttft: median(ok.map((r) => r.ttftMs)),
+            prefill: median(ok.map((r) => r.prefill)),
+            decode: median(ok.map((r) => r.decode)),
+            pss: mem.length ? median(mem.map((r) => mib(r.peakPssKiB))) : NaN,
+            tokens: [...new Set(all.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
+          }
+        : null;
+    }
   }
 }
 
-const ourRuns = runs.filter((r) => r.side === "ours" && !r.error);
+const ourRuns = runs.filter((r) => r.side === "ours" && r.kind === "short" && !r.error);
 if (!ourRuns.length) {
   console.error("no run of our engine succeeded: BENCHMARKS.md left as it was");
   process.exit(1);
 }
-const firstText = (side, threads) => runs.find((r) => r.side === side && r.threads === threads && !r.error)?.text;
+const firstText = (side, threads, kind = "short") =>
+  runs.find((r) => r.side === side && r.threads === threads && r.kind === kind && !r.error)?.text;
 const lines = [
   `## End to end: kopitiam-wasm vs wllama${QUANT === "Q4_0" ? "" : `, Gemma 3 270M ${QUANT}`}`,
   "",
@@ -201,16 +242,19 @@ const lines = [
   `sides alternate; speeds are medians of ${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further`,
   "run(s) sampled for it (sampling costs CPU, so timed runs are not sampled).",
   "",
-  "| side | threads | build | load s | prefill tok/s | decode tok/s | peak PSS − empty MiB | tokens (prompt+new) | runs |",
-  "|---|---:|---|---:|---:|---:|---:|---|---:|",
+  "*TTFT* is time to first token: ours from the `complete` call to the first streamed token (tokenizing,",
+  "the worker round trip, prefill and sampling); wllama's is llama.cpp's own prompt time (`timings.prompt_ms`).",
+  "",
+  "| side | threads | build | load s | TTFT ms | prefill tok/s | decode tok/s | peak PSS − empty MiB | tokens (prompt+new) | runs |",
+  "|---|---:|---|---:|---:|---:|---:|---:|---|---:|",
 ];
 for (const side of Object.keys(SIDES)) {
   for (const threads of THREADS) {
     const c = cells[`${side}${threads}`];
     lines.push(
       c
-        ? `| ${side} | ${threads} | ${c.build} | ${fmt(c.load, 2)} | ${fmt(c.prefill)} | ${fmt(c.decode)} | ${fmt(c.pss, 0)} | ${c.tokens} | ${c.n} |`
-        : `| ${side} | ${threads} | failed | | | | | | 0 |`,
+        ? `| ${side} | ${threads} | ${c.build} | ${fmt(c.load, 2)} | ${fmt(c.ttft, 0)} | ${fmt(c.prefill)} | ${fmt(c.decode)} | ${fmt(c.pss, 0)} | ${c.tokens} | ${c.n} |`
+        : `| ${side} | ${threads} | failed | | | | | | | 0 |`,
     );
   }
 }
@@ -227,14 +271,61 @@ for (const threads of THREADS) {
   );
 }
 if (cells.ours1 && cells.ours2) {
-  lines.push("", `Our 2-thread decode / 1-thread decode: ${fmt(cells.ours2.decode / cells.ours1.decode, 2)}.`);
+  lines.push(
+    "",
+    `Our 2 threads / 1 thread: decode ${fmt(cells.ours2.decode / cells.ours1.decode, 2)}, prefill ${fmt(cells.ours2.prefill / cells.ours1.prefill, 2)}` +
+      (cells.wllama1 && cells.wllama2
+        ? ` (wllama: ${fmt(cells.wllama2.decode / cells.wllama1.decode, 2)}, ${fmt(cells.wllama2.prefill / cells.wllama1.prefill, 2)}).`
+        : "."),
+  );
 }
-lines.push("", "Per run (load s, prefill tok/s, decode tok/s, peak PSS − empty MiB, prompt+new tokens):", "");
+if (LONG_RUNS > 0) {
+  lines.push(
+    "",
+    `Long prompt: the bench prompt ten times (both sides' 2048-token context), ${MAX_TOKENS} greedy tokens after it, so decode`,
+    `runs at positions ~1,000 (medians of ${LONG_RUNS} runs). *long/short* divides by the same side's row above.`,
+    "",
+    "| side | threads | prompt tokens | TTFT ms | prefill tok/s | decode tok/s | prefill long/short | decode long/short | same text |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+  );
+  for (const side of Object.keys(SIDES)) {
+    for (const threads of THREADS) {
+      const c = cells[`${side}${threads}long`];
+      const s0 = cells[`${side}${threads}`];
+      const a = firstText("ours", threads, "long");
+      const b = firstText("wllama", threads, "long");
+      const same = a === undefined || b === undefined ? "–" : a === b ? "yes" : "no";
+      lines.push(
+        c
+          ? `| ${side} | ${threads} | ${c.tokens.split("+")[0]} | ${fmt(c.ttft, 0)} | ${fmt(c.prefill)} | ${fmt(c.decode)} | ` +
+              `${fmt(s0 ? c.prefill / s0.prefill : NaN, 2)} | ${fmt(s0 ? c.decode / s0.decode : NaN, 2)} | ${same} |`
+          : `| ${side} | ${threads} | failed | | | | | | |`,
+      );
+    }
+  }
+  for (const threads of THREADS) {
+    const o = cells[`ours${threads}long`];
+    const w = cells[`wllama${threads}long`];
+    if (o && w) {
+      lines.push(
+        "",
+        `Long prompt, ${threads} thread(s), ours / wllama: prefill ${fmt(o.prefill / w.prefill, 2)}, decode ${fmt(o.decode / w.decode, 2)}, TTFT ${fmt(w.ttft / o.ttft, 2)}× shorter.`,
+      );
+    }
+  }
+}
+if (CTX4096) {
+  const parts = THREADS.map((t) => cells[`ours${t}ctx4096`])
+    .map((c, k) => (c ? `${THREADS[k]} thread(s) ${fmt(c.pss, 0)} MiB = ${fmt((c.pss * 2 ** 20) / ggufBytes, 2)} × the GGUF` : null))
+    .filter(Boolean);
+  if (parts.length) lines.push("", `Ours with a 4096-token context (the bench prompt, peak PSS − empty page): ${parts.join("; ")}.`);
+}
+lines.push("", "Per run (load s, TTFT ms, prefill tok/s, decode tok/s, peak PSS − empty MiB, prompt+new tokens):", "");
 for (const r of runs) {
   lines.push(
     r.error
-      ? `- ${r.side} ×${r.threads} #${r.i + 1}: error: ${r.error.split("\n")[0]}`
-      : `- ${r.side} ×${r.threads} #${r.i + 1}${r.memory ? " (memory)" : ""}: ${fmt(r.loadMs / 1e3, 2)}, ${fmt(r.prefill)}, ${fmt(r.decode)}, ${r.memory ? fmt(mib(r.peakPssKiB), 0) : "–"}, ${r.promptTokens}+${r.generatedTokens}`,
+      ? `- ${r.side} ×${r.threads} ${r.kind} #${r.i + 1}: error: ${r.error.split("\n")[0]}`
+      : `- ${r.side} ×${r.threads} ${r.kind} #${r.i + 1}${r.memory ? " (memory)" : ""}: ${fmt(r.loadMs / 1e3, 2)}, ${fmt(r.ttftMs, 0)}, ${fmt(r.prefill)}, ${fmt(r.decode)}, ${r.memory ? fmt(mib(r.peakPssKiB), 0) : "–"}, ${r.promptTokens}+${r.generatedTokens}`,
   );
 }
 const short = runs.filter((r) => !r.error && r.generatedTokens < MAX_TOKENS);

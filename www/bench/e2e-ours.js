@@ -7,6 +7,7 @@ const model = params.get("model") ?? "/models/gemma-3-270m-q4_0.gguf";
 const prompt = params.get("prompt") ?? "Once upon a time";
 const maxTokens = Number(params.get("maxTokens") ?? 64);
 const threads = Number(params.get("threads") ?? 1);
+const contextLength = Number(params.get("ctx") ?? 1024);
 // The automatic choice: one thread -> the single-thread build (relaxed SIMD where the browser
 // has it), more -> the threaded build.
 
@@ -17,10 +18,15 @@ try {
   await engine.loadModel(model);
   const loadMs = performance.now() - t0;
   const t1 = performance.now();
-  // A 1024-token context, like wllama's n_ctx, so the memory comparison is like for like.
-  const r = await engine.complete(prompt, { maxTokens, temperature: 0, contextLength: 1024 });
+  let first = null;
+  // A 1024-token context by default, like wllama's n_ctx, so the memory comparison is like for
+  // like. Time to first token: from the call to the first streamed token.
+  const r = await engine.complete(prompt, {
+    maxTokens, temperature: 0, contextLength, onToken: () => (first ??= performance.now()),
+  });
   const wallMs = performance.now() - t1;
-  window.kopitiamResult = { loadMs, wallMs, text: r.text, tokens: r.tokens, stats: r.stats, info: engine.info };
+  const ttftMs = first - t1;
+  window.kopitiamResult = { loadMs, wallMs, ttftMs, text: r.text, tokens: r.tokens, stats: r.stats, info: engine.info };
 } catch (e) {
   window.kopitiamResult = { error: { code: e.code, message: e.message ?? String(e) } };
 }

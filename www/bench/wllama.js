@@ -8,6 +8,7 @@ const model = new URL(params.get("model") ?? "/models/gemma-3-270m-q4_0.gguf", l
 const prompt = params.get("prompt") ?? "Once upon a time";
 const maxTokens = Number(params.get("maxTokens") ?? 64);
 const threads = Number(params.get("threads") ?? 1);
+const nCtx = Number(params.get("ctx") ?? 1024);
 
 try {
   // Load = construct + download (wllama stores the file in OPFS, then reads it back) + model
@@ -15,7 +16,7 @@ try {
   // so the OPFS copy of an earlier run never turns a load into a cache hit.
   const t0 = performance.now();
   const wllama = new Wllama({ default: "/node_modules/@wllama/wllama/esm/wasm/wllama.wasm" });
-  await wllama.loadModelFromUrl(model, { n_threads: threads, n_ctx: 1024, n_gpu_layers: 0, useCache: false });
+  await wllama.loadModelFromUrl(model, { n_threads: threads, n_ctx: nCtx, n_gpu_layers: 0, useCache: false });
   const loadMs = performance.now() - t0;
   const t1 = performance.now();
   // A raw completion: the server-side tokenizer adds BOS like ours does; temperature 0 is greedy.
@@ -27,6 +28,8 @@ try {
     loadMs,
     wallMs,
     prefillTokensPerSecond: t.prompt_per_second,
+    // llama.cpp's own prompt time: its time to first token less the sampling of that token.
+    ttftMs: t.prompt_ms,
     decodeTokensPerSecond: t.predicted_per_second,
     promptTokens: t.prompt_n,
     generatedTokens: t.predicted_n,
