@@ -8,13 +8,14 @@ const prompt = params.get("prompt") ?? "Once upon a time";
 const maxTokens = Number(params.get("maxTokens") ?? 64);
 const threads = Number(params.get("threads") ?? 1);
 const contextLength = Number(params.get("ctx") ?? 1024);
+const build = params.get("build") ?? "auto";
 // The automatic choice: one thread -> the single-thread build (relaxed SIMD where the browser
 // has it), more -> the threaded build.
 
 try {
   // Load = everything before the first prompt can run: worker + wasm start-up + download + parse.
   const t0 = performance.now();
-  const engine = await createEngine({ threads });
+  const engine = await createEngine({ threads, build });
   await engine.loadModel(model);
   const loadMs = performance.now() - t0;
   const t1 = performance.now();

@@ -143,9 +143,9 @@ impl I8Dot for Split {
 
 /// `out[r·n_w + o] = w_o · x_r` for Q4_0×4 weights (`quant::interleave`; see
 /// `scalar::gemm_q4_0x4_q8_0`, whose bits this reproduces). Per block of a group, each relaxed
-/// dot takes one activation word splat over the lanes against four bytes of each of the four
-/// rows, so the group's four sums build up in the four lanes; four activation rows at a time
-/// share each unpacked weight vector.
+/// dot pairs one activation word, splat over the lanes, with four bytes of each of the four rows,
+/// so the group's four sums build up in the four lanes; four activation rows at a time share each
+/// unpacked weight vector.
 pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
