@@ -57,6 +57,23 @@ export const median = (xs) => {
 /** Waits (≤ 5 s) for the renderers of closed contexts to exit, so they don't count next time. */
 export async function settle() {
   for (let i = 0; i < 50 && renderers().length > 0; i++) await sleep(100);
+  // Then for the machine to go quiet (at most 10 s): a closed page's workers, or the OPFS copy
+  // wllama writes, can still hold a core, and on two cores that slows whichever side runs next.
+  for (let i = 0; i < 50 && (await busyFraction(200)) > 0.1; i++);
+}
+
+/** The fraction of all cores' time spent busy over the next `ms` milliseconds (/proc/stat). */
+async function busyFraction(ms) {
+  const read = () => {
+    const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    const idle = f[3] + (f[4] ?? 0); // idle + iowait
+    return { idle, total: f.reduce((a, b) => a + b, 0) };
+  };
+  const a = read();
+  await sleep(ms);
+  const b = read();
+  const total = b.total - a.total;
+  return total > 0 ? 1 - (b.idle - a.idle) / total : 0;
 }
 
 
