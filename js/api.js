@@ -388,6 +388,15 @@ function bindNew(raw) {
     /** Every error `code` this build can raise: the Rust layer's, then the JavaScript layer's. */
     errorCodes: () => enter("errorCodes", () => [...raw.errorCodes(), ...JS_ERROR_CODES]),
   };
+  if (raw.profileStart) {
+    // The forward pass's section profile on the calling thread (src/model/profile.rs); the
+    // engine's `profile: true` uses it. Not in the OCR builds.
+    api.profileStart = () => enter("profileStart", () => raw.profileStart());
+    api.profileTake = (stop) => {
+      const end = check.optionalBool("profileTake", "stop", stop) ?? false;
+      return enter("profileTake", () => raw.profileTake(end));
+    };
+  }
   if (raw.initThreadPool) {
     api.initThreadPool = (n) => {
       const threads = check.integer("initThreadPool", "n", n, 1, 1024);

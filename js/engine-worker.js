@@ -55,7 +55,7 @@ const handlers = {
   async generate(msg, signal) {
     requireModel();
     // The page checked every option (js/engine.js); what is not the loop's is the sampler's.
-    const { maxTokens = 128, stop = [], contextLength, enableThinking, cache = true, contextShift = false, ...sampling } = msg.opts ?? {};
+    const { maxTokens = 128, stop = [], contextLength, enableThinking, cache = true, contextShift = false, profile = false, ...sampling } = msg.opts ?? {};
     const s = sessionFor(contextLength);
     const limit = Math.min(s.capacity, contextLength ?? s.capacity);
     const { ids, dropped } = msg.messages
@@ -65,9 +65,13 @@ const handlers = {
       throw codedError("ContextFull", `the prompt has ${ids.length} tokens; the context holds ${limit}`);
     }
     if (!cache) s.reset();
+    // Also ends a profile that a failed generation left running.
+    if (profile) kw.profileStart();
+    else kw.profileTake(true);
     const t0 = performance.now();
     const cachedTokens = s.prefill(ids, { ...sampling, stop, maxTokens: Math.min(maxTokens, limit - ids.length) });
     const t1 = performance.now();
+    const prefillProfile = profile ? kw.profileTake(false) : undefined;
     const tokens = [];
     let text = "";
     let stopped = false;
@@ -85,6 +89,7 @@ const handlers = {
       finishReason = step.reason;
     }
     const t2 = performance.now();
+    const decodeProfile = profile ? kw.profileTake(true) : undefined;
     const evaluated = ids.length - cachedTokens;
     const stats = {
       promptTokens: ids.length,
@@ -98,6 +103,7 @@ const handlers = {
       droppedMessages: dropped,
       memoryBytes: env.memory.buffer.byteLength,
     };
+    if (profile) stats.profile = { prefill: prefillProfile, decode: decodeProfile };
     return { text, tokens, stats, stopped };
   },
 

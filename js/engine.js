@@ -27,6 +27,8 @@ const GENERATE = Object.freeze({
   contextLength,
   /** false: evaluate the whole prompt (the cached context is dropped first). */
   cache: check.optionalBool,
+  /** true: `stats.profile` gets the milliseconds per section of the pass (`profileStart`). */
+  profile: check.optionalBool,
   signal: isSignal,
 });
 const STREAMING = Object.freeze({ ...GENERATE, onToken: isFunction });

@@ -1,6 +1,6 @@
 export * from "../pkg/kopitiam_wasm.js";
 export { default } from "../pkg/kopitiam_wasm.js";
-import type { ModelInfo, SamplingOptions, ChatMessage } from "../pkg/kopitiam_wasm.js";
+import type { ModelInfo, SamplingOptions, ChatMessage, SectionProfile } from "../pkg/kopitiam_wasm.js";
 
 export type Build = "auto" | "simd" | "relaxed" | "threads" | "relaxed-threads" | "ocr" | "ocr-relaxed";
 export function relaxedSimdSupported(): boolean;
@@ -18,6 +18,8 @@ export interface GenerateOptions extends SamplingOptions {
   maxTokens?: number; stop?: string | string[]; contextLength?: number; signal?: AbortSignal;
   /** false: evaluate the whole prompt instead of reusing the cached context (default true). */
   cache?: boolean;
+  /** true: `stats.profile` holds the time per section of the forward pass (default false). */
+  profile?: boolean;
 }
 export interface ChatOptions extends GenerateOptions {
   enableThinking?: boolean;
@@ -36,6 +38,8 @@ export interface Stats {
   /** Messages `contextShift` dropped to make the conversation fit. */
   droppedMessages: number;
   memoryBytes: number;
+  /** With `profile: true`: the prompt's and the generated tokens' time per section. */
+  profile?: { prefill: SectionProfile; decode: SectionProfile };
 }
 export interface Completion { text: string; tokens: number[]; stats: Stats; stopped: boolean; }
 export interface EngineInfo extends Partial<ModelInfo> { build: string; threads: number; memoryBytes?: number; }

@@ -109,6 +109,7 @@ function normalise(side, r) {
       build: `${r.info.build} ×${r.info.threads}`,
       text: r.text,
       peakPssKiB: r.peakPssKiB,
+      passBytes: r.passBytes,
     };
   }
   return {
@@ -125,6 +126,22 @@ function normalise(side, r) {
 }
 
 const runs = []; // { side, threads, i, kind, ...normalised } or { side, threads, i, kind, error }
+/** Read ceiling (GB/s) per thread count: as many readers at once, before and after its runs. */
+const ceilings = {};
+
+/** `threads` Workers running the plain SIMD128 read loop at once (www/bench/read-ceiling.js). */
+async function readCeiling(threads) {
+  await settle();
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${base}/www/bench/ceiling.html`);
+    await page.waitForFunction(() => globalThis.runReadCeiling);
+    return await page.evaluate((n) => globalThis.runReadCeiling(n), threads);
+  } finally {
+    await context.close();
+  }
+}
 
 /** One run of a non-default kind, its failure recorded rather than retried. */
 async function tryRun(side, threads, memory, kind, i) {
@@ -156,6 +173,7 @@ try {
 
   let wllamaFailures = 0;
   for (const threads of THREADS) {
+    if (QUANT === "Q4_0") ceilings[threads] = [await readCeiling(threads)];
     for (let i = 0; i < RUNS + MEM_RUNS; i++) {
       const memory = i >= RUNS;
       // A B A B …: the two sides take turns so a slow phase of the machine hits both.
@@ -182,6 +200,7 @@ try {
       }
     }
     if (CTX4096) record(await tryRun("ours", threads, true, "ctx4096", 0));
+    ceilings[threads]?.push(await readCeiling(threads));
   }
   cores = execFileSync("nproc").toString().trim();
   cpu = (readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/) ?? [])[1] ?? "?";
@@ -211,6 +230,7 @@ for (const side of Object.keys(SIDES)) {
             prefill: median(ok.map((r) => r.prefill)),
             decode: median(ok.map((r) => r.decode)),
             pss: mem.length ? median(mem.map((r) => mib(r.peakPssKiB))) : NaN,
+            passBytes: median(all.map((r) => r.passBytes)),
             tokens: [...new Set(all.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
           }
         : null;
@@ -277,6 +297,20 @@ if (cells.ours1 && cells.ours2) {
       (cells.wllama1 && cells.wllama2
         ? ` (wllama: ${fmt(cells.wllama2.decode / cells.wllama1.decode, 2)}, ${fmt(cells.wllama2.prefill / cells.wllama1.prefill, 2)}).`
         : "."),
+  );
+}
+const ceilingParts = THREADS.filter((t) => ceilings[t]?.length === 2 && cells[`ours${t}`]).map((t) => {
+  const c = cells[`ours${t}`];
+  const ceil = (ceilings[t][0] + ceilings[t][1]) / 2;
+  const gbs = (c.decode * c.passBytes) / 1e9;
+  return `${t} thread(s): ${fmt(c.decode)} tok/s × ${fmt(c.passBytes / 1e6)} MB of weights a token = ${fmt(gbs, 2)} GB/s ` +
+    `of ${fmt(ceil, 2)} GB/s (${t} reader(s) at once; ${ceilings[t].map((x) => fmt(x, 2)).join(" before, ")} after) = **${fmt(gbs / ceil, 2)}**`;
+});
+if (ceilingParts.length) {
+  lines.push(
+    "",
+    "Decode against the read ceiling measured in this run (a plain SIMD128 loop that only reads 160 MiB, in as many",
+    `Workers at once as threads, before and after that thread count's runs; www/bench/read-ceiling.js): ${ceilingParts.join("; ")}.`,
   );
 }
 if (LONG_RUNS > 0) {

@@ -277,3 +277,58 @@ fn forged_session_headers_are_typed_errors_never_panics() {
         }
     }
 }
+
+/// The section profile counts what the pass does, by hand: per forward pass one embedding and
+/// one LM head, per layer one of each matmul section and four norm sections, and one sample per
+/// token; profiling changes no token; off, no profile exists.
+#[test]
+fn profile_counts_every_section_and_changes_nothing() {
+    use kopitiam_wasm::model::profile::{self, Section};
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let ids = model
+        .tokenizer()
+        .encode("The capital of France is", true, false);
+    let plain = run(
+        &model,
+        &mut model.session(64).unwrap(),
+        &ids,
+        greedy(6, &[]),
+    )
+    .0;
+
+    profile::start();
+    let mut session = model.session(64).unwrap();
+    let (tokens, _, finish, _) = run(&model, &mut session, &ids, greedy(6, &[]));
+    let p = profile::stop().unwrap();
+    assert_eq!(tokens, plain);
+    assert!(profile::take().is_none());
+
+    // The prompt's pass, then one per token but the last (its pass is never needed).
+    assert_eq!(finish, Finish::MaxTokens);
+    let passes = tokens.len() as u64;
+    let layers = model.config().n_layer as u64;
+    assert_eq!(p.calls(Section::Embed), passes);
+    assert_eq!(p.calls(Section::LmHead), passes);
+    assert_eq!(p.calls(Section::Sample), tokens.len() as u64);
+    for s in [
+        Section::Qkv,
+        Section::Attend,
+        Section::AttnOut,
+        Section::GateUp,
+        Section::Down,
+    ] {
+        assert_eq!(p.calls(s), passes * layers, "{s:?}");
+    }
+    assert_eq!(p.calls(Section::Norms), 4 * passes * layers);
+    // The RoPE tables once per pass, then each layer's biases, norms, rotation and cache store.
+    assert_eq!(p.calls(Section::Rope), passes * (1 + layers));
+    assert_eq!(p.calls(Section::Activation), passes * layers);
+    assert!(p.ms(Section::Qkv) > 0.0 && p.total_ms() >= p.ms(Section::LmHead));
+    // One logit row per pass: 2 operations per LM-head weight; the prompt's rows in the layers.
+    let cfg = model.config();
+    let head = (cfg.n_vocab * cfg.n_embd) as u64;
+    assert_eq!(p.ops(Section::LmHead), 2 * head * passes);
+    let rows = (ids.len() + tokens.len() - 1) as u64;
+    let down = (cfg.n_embd * cfg.n_ff) as u64;
+    assert_eq!(p.ops(Section::Down), 2 * down * rows * layers);
+}

@@ -379,3 +379,43 @@ impl JsSession {
         Ok(())
     }
 }
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_PROFILE: &str = r#"
+/** Milliseconds, calls, weight bytes read (each matrix once per call) and matmul operations
+ * (2 per weight and token) per section of the forward pass (see `profileStart`). */
+export type SectionProfile = Record<"embed" | "norms" | "qkv" | "rope" | "attend" | "attnOut" |
+  "gateUp" | "activation" | "down" | "lmHead" | "sample", { ms: number; calls: number; weightBytes: number; ops: number }>;
+"#;
+
+/// Starts timing the forward pass's sections on this thread, from zero (`model::profile`: the
+/// leader's wall time per section, so with threads a section that waits on the team shows it).
+#[wasm_bindgen(js_name = profileStart)]
+pub fn profile_start() {
+    crate::model::profile::start();
+}
+
+/// The sections' time since `profileStart` or the last `profileTake`, restarting from zero;
+/// `undefined` when not profiling. `stop`: also ends profiling.
+#[wasm_bindgen(js_name = profileTake, unchecked_return_type = "SectionProfile | undefined")]
+pub fn profile_take(stop: bool) -> JsValue {
+    use crate::model::profile::{self, Section};
+    let p = if stop {
+        profile::stop()
+    } else {
+        profile::take()
+    };
+    let Some(p) = p else {
+        return JsValue::UNDEFINED;
+    };
+    let o = js_sys::Object::new();
+    for s in Section::ALL {
+        let entry = js_sys::Object::new();
+        set(&entry, "ms", p.ms(s).into());
+        set(&entry, "calls", (p.calls(s) as f64).into());
+        set(&entry, "weightBytes", (p.weight_bytes(s) as f64).into());
+        set(&entry, "ops", (p.ops(s) as f64).into());
+        set(&o, s.name(), entry.into());
+    }
+    o.into()
+}

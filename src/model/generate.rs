@@ -7,6 +7,7 @@
 //! cache holding exactly what was used). Text that could still become a stop string is held
 //! back, so a stop string split over two pieces is never streamed and then taken back.
 
+use super::profile::{self, Section};
 use super::sampler::{Sampler, SamplerConfig};
 use super::tokenizer::StreamDecoder;
 use super::{Logits, Model, Session};
@@ -132,7 +133,9 @@ impl Generation {
             self.logits.copy_from_slice(logits);
             self.pending = None;
         }
+        let timer = profile::timer(Section::Sample);
         let t = self.sampler.sample(&self.logits, session.tokens())?;
+        drop(timer);
         if model.tokenizer().is_eog(t) {
             let text = self.end(Finish::Eog);
             return Ok(Some(Piece {

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod config;
 pub mod generate;
 pub mod kv_cache;
+pub mod profile;
 pub mod sampler;
 pub mod session;
 pub mod tokenizer;

@@ -7,6 +7,7 @@
 
 use super::config::{Activation, Config, RopeStyle};
 use super::kv_cache::KvCache;
+use super::profile::{self, Section};
 use super::weights::{LayerWeights, Linear, Weights};
 use crate::error::{Error, Result};
 use crate::ops::kernels::{axpy, axpy4, dot, dot4, exp_sum};
@@ -166,6 +167,7 @@ pub fn forward<'s>(
     let logit_rows = if which == Logits::All { n } else { 1 };
     s.ensure(cfg, n, logit_rows, cache.capacity())?;
     let nr = cfg.n_rot;
+    let t = profile::timer(Section::Rope);
     let (rope_global, rope_local) = s.rope[..2 * n * nr].split_at_mut(n * nr);
     for (table, base) in [
         (rope_global, cfg.rope_base),
@@ -179,7 +181,10 @@ pub fn forward<'s>(
         };
         rope_table(table, pos0, n, &p);
     }
+    drop(t);
+    let t = profile::timer(Section::Embed);
     embed(cfg, w, tokens, &mut s.x)?; // x [n, d]
+    drop(t);
     for (il, lw) in w.layers.iter().enumerate() {
         attention(cfg, lw, il, cache, s, n, pos0)?; // x += attention(norm(x))
         feed_forward(cfg, lw, s, n)?; // x += ffn(norm(x))
@@ -242,14 +247,19 @@ fn attention(
         cfg.n_rot,
     );
     let eps = cfg.rms_eps;
+    let t = profile::timer(Section::Norms);
     norm_rows(&s.x, &lw.attn_norm, eps, &mut s.xb, n);
+    drop(t);
     // q [n, n_head·hd], k and v [n, n_kv·hd]: one job over the three weights
+    let t = matmul_timer(Section::Qkv, &[&lw.wq, &lw.wk, &lw.wv], n);
     Linear::forward_many(
         &[&lw.wq, &lw.wk, &lw.wv],
         &s.xb[..n * d],
         &mut [&mut s.q[..n * qd], &mut s.k[..n * kvd], &mut s.v[..n * kvd]],
         &mut s.mm,
     )?;
+    drop(t);
+    let t = profile::timer(Section::Rope);
     add_bias(&mut s.q[..n * qd], lw.bq.as_deref());
     add_bias(&mut s.k[..n * kvd], lw.bk.as_deref());
     add_bias(&mut s.v[..n * kvd], lw.bv.as_deref());
@@ -277,9 +287,11 @@ fn attention(
         }
     }
     cache.store(il, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
+    drop(t);
 
     // att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j over visible positions j       [n, q_dim]
     // Tokens are independent here, so a prompt's rows are spread over the threads.
+    let t = profile::timer(Section::Attend);
     let (cache_r, q_all, slots) = (&*cache, &s.q[..n * qd], &s.scores);
     parallel::for_each_chunk_mut(&mut s.att[..n * qd], qd, |i, out| {
         let pos = pos0 + i;
@@ -292,8 +304,12 @@ fn attention(
         let q = &q_all[i * qd..(i + 1) * qd];
         attend(cfg, cache_r, il, lo..pos + 1, q, out, &mut scores);
     });
+    drop(t);
+    let t = matmul_timer(Section::AttnOut, &[&lw.wo], n);
     lw.wo
         .forward(&s.att[..n * qd], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
+    drop(t);
+    let _t = profile::timer(Section::Norms);
     add_branch(
         &mut s.x[..n * d],
         &mut s.proj[..n * d],
@@ -308,20 +324,29 @@ fn attention(
 /// One gated feed-forward block: `x += w_down · (act(w_gate · norm(x)) ⊙ (w_up · norm(x)))`.
 fn feed_forward(cfg: &Config, lw: &LayerWeights, s: &mut Scratch, n: usize) -> Result<()> {
     let (d, ff, eps) = (cfg.n_embd, cfg.n_ff, cfg.rms_eps);
+    let t = profile::timer(Section::Norms);
     norm_rows(&s.x, &lw.ffn_norm, eps, &mut s.xb, n);
+    drop(t);
     // gate and up [n, ff]: one job over both weights
+    let t = matmul_timer(Section::GateUp, &[&lw.w_gate, &lw.w_up], n);
     Linear::forward_many(
         &[&lw.w_gate, &lw.w_up],
         &s.xb[..n * d],
         &mut [&mut s.gate[..n * ff], &mut s.up[..n * ff]],
         &mut s.mm,
     )?;
+    drop(t);
+    let t = profile::timer(Section::Activation);
     let up = &s.up[..n * ff];
     parallel::for_each_chunk_mut(&mut s.gate[..n * ff], ff, |i, gate| {
         gated_activation(cfg.activation, gate, &up[i * ff..(i + 1) * ff]);
     });
+    drop(t);
+    let t = matmul_timer(Section::Down, &[&lw.w_down], n);
     lw.w_down
         .forward(&s.gate[..n * ff], &mut s.proj[..n * d], &mut s.mm)?; // [n, d]
+    drop(t);
+    let _t = profile::timer(Section::Norms);
     add_branch(
         &mut s.x[..n * d],
         &mut s.proj[..n * d],
@@ -355,6 +380,7 @@ fn lm_head<'s>(
     n: usize,
     logit_rows: usize,
 ) -> Result<&'s [f32]> {
+    let _t = matmul_timer(Section::LmHead, &[w.lm_head()], logit_rows);
     let d = cfg.n_embd;
     let first = n - logit_rows;
     norm_rows(
@@ -371,6 +397,13 @@ fn lm_head<'s>(
         &mut s.mm,
     )?;
     Ok(&s.logits[..logit_rows * v])
+}
+
+/// A profile timer for `section`, a matmul of `rows` token rows over `linears`.
+fn matmul_timer(section: Section, linears: &[&Linear], rows: usize) -> Option<profile::Timer> {
+    let bytes = linears.iter().map(|l| l.weight_bytes()).sum();
+    let weights = linears.iter().map(|l| l.weight_count()).sum();
+    profile::timer_matmul(section, bytes, weights, rows)
 }
 
 /// Errors unless `cfg`, `w` and `cache` describe one model: the pass slices by `cfg`'s sizes,

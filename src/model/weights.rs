@@ -35,6 +35,21 @@ impl Linear {
         self.dims().0
     }
 
+    /// Bytes of the weight as stored (what one pass over it reads).
+    pub fn weight_bytes(&self) -> usize {
+        match self {
+            Linear::Quant(t) => t.dtype().storage_bytes(t.elem_count()).unwrap_or(0),
+            Linear::Interleaved { bytes, .. } => bytes.len(),
+            Linear::Dense { w, .. } => std::mem::size_of_val(&w[..]),
+        }
+    }
+
+    /// `out × in`.
+    pub fn weight_count(&self) -> usize {
+        let (o, i) = self.dims();
+        o.saturating_mul(i)
+    }
+
     /// `(out, in)`; `(0, 0)` for a `Quant` tensor that is not a matrix (the variants are public,
     /// so nothing guarantees one).
     fn dims(&self) -> (usize, usize) {

@@ -1,7 +1,7 @@
 // Conversations through the Worker engine in headless Chromium (tests/js/conversation/page.mjs),
 // on one thread (simd build) and two (threaded build): every turn served from the kept KV cache
 // equals a fresh engine's greedy tokens, also after the cache parts inside an edited reply, after
-// a save/restore into a new engine, and with contextShift.
+// a save/restore into a new engine, and with contextShift; the section profile counts the pass.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { withRepoPage } from "./browser.mjs";
@@ -26,6 +26,16 @@ for (const [threads, build] of [[1, "simd"], [2, "threads"]]) {
       assert.equal(r.shift.fullCode, "ContextFull");
       assert.ok(r.shift.dropped > 0 && r.shift.same && r.shift.prompt < 96, "context shift keeps the latest turns, same tokens as fresh");
       assert.equal(r.afterReset, 0, "resetContext: nothing cached");
+      const { prefill, decode, layers, generated } = r.profile;
+      assert.ok(r.profile.same, "profiling changes no token");
+      assert.ok(prefill.embed.calls >= 1 && prefill.sample.calls === 0);
+      assert.equal(prefill.qkv.calls, layers * prefill.embed.calls, "one QKV job per layer and pass");
+      // The first token comes from the prompt's logits; every later one needs a pass first.
+      assert.ok(decode.sample.calls >= generated && decode.sample.calls <= generated + 1);
+      assert.equal(decode.lmHead.calls, decode.sample.calls - 1);
+      assert.equal(decode.down.calls, layers * decode.lmHead.calls);
+      assert.ok(decode.lmHead.weightBytes > 0 && decode.lmHead.ms > 0);
+      assert.equal(r.profile.unprofiled, undefined, "no profile unless asked");
       assert.deepEqual(errors, []);
     }));
 }

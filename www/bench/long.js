@@ -4,13 +4,14 @@
 // and ~1,000. Fresh engine per run (`cache: false`), one build per call.
 import { createEngine } from "/js/engine.js";
 
-async function once(model, threads, prompt) {
+/** One fresh engine, one greedy completion; `profile`: with the time per section (bench:profile). */
+export async function once(model, threads, prompt, profile = false) {
   const engine = await createEngine({ threads });
   await engine.loadModel(model, { contextLength: 2048 });
   const t0 = performance.now();
   let first = null;
   const r = await engine.complete(prompt, {
-    temperature: 0, maxTokens: 64, cache: false,
+    temperature: 0, maxTokens: 64, cache: false, profile,
     onToken: () => (first ??= performance.now()),
   });
   await engine.dispose();
@@ -18,6 +19,7 @@ async function once(model, threads, prompt) {
   return {
     build: engine.info.build, prompt: s.promptTokens, prefill: s.prefillTokensPerSecond,
     ttftMs: first - t0, decode: s.decodeTokensPerSecond, generated: s.generatedTokens,
+    prefillMs: s.prefillMs, decodeMs: s.decodeMs, profile: s.profile,
   };
 }
 

@@ -1,5 +1,6 @@
 // One benchmark configuration: load a build, optionally start its thread pool, time the kernels
 // through the public Tensor API, post medians back.
+import { READ_BYTES, readModule } from "./read-ceiling.js";
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** Median ms per call over `runs` timed batches, each long enough (>= 40 ms) to time well. */
@@ -35,33 +36,6 @@ function randomQ4_0(rows, cols) {
     bytes[b * 18 + 1] = 0x21;
   }
   return bytes;
-}
-
-/** The read ceiling: a plain SIMD128 loop that only loads (four i32x4 accumulators, 64 bytes
- * a step) over 160 MiB, in a module of its own (147 bytes, assembled by binaryen from):
- *   (module (memory (export "mem") 2561)
- *    (func (export "read") (param $p i32) (param $end i32) (result i32)
- *     (local $a v128) (local $b v128) (local $c v128) (local $d v128)
- *     (block $done (loop $next
- *       (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
- *       (local.set $a (i32x4.add (local.get $a) (v128.load offset=0 (local.get $p))))
- *       … offsets 16, 32, 48 into $b, $c, $d …
- *       (local.set $p (i32.add (local.get $p) (i32.const 64)))
- *       (br $next)))
- *     (i32x4.extract_lane 0 (i32x4.add (i32x4.add $a $b) (i32x4.add $c $d))))) */
-const READ_WASM =
-  "0061736d0100000001070160027f7f017f03020100050401008114070e02036d656d0200047265616400000a6601" +
-  "6401047b02400340200020014f0d0120022000fd000400fdae01210220032000fd000410fdae01210320042000fd" +
-  "000420fdae01210420052000fd000430fdae012105200041c0006a21000c000b000b20022003fdae0120042005fd" +
-  "ae01fdae01fd1b000b";
-const READ_BYTES = 160 * 2 ** 20;
-
-async function streamingReadMs(bytes) {
-  const code = Uint8Array.from(READ_WASM.match(/../g), (h) => parseInt(h, 16));
-  const { instance } = await WebAssembly.instantiate(code);
-  const { read, mem } = instance.exports;
-  new Uint8Array(mem.buffer).fill(1, 0, bytes); // touch every page first
-  return measure(() => read(0, bytes), 5);
 }
 
 self.onmessage = async ({ data: config }) => {
@@ -104,7 +78,8 @@ self.onmessage = async ({ data: config }) => {
     t.free();
 
     postMessage({ progress: "streaming read" });
-    const readMs = await streamingReadMs(READ_BYTES);
+    const read = await readModule();
+    const readMs = measure(read, 5);
     results.push({ name: "streaming read 160 MiB (SIMD128 loop)", ms: readMs, gbs: READ_BYTES / readMs / 1e6 });
 
     postMessage({ build: kw.buildInfo(), results });

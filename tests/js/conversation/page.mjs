@@ -63,6 +63,11 @@ async function run() {
   // resetContext: the next call evaluates everything.
   await kept.resetContext();
   const afterReset = await kept.chat(messages, GREEDY);
+
+  // The section profile: the same tokens, and calls that follow from the pass by hand.
+  const profiled = await kept.chat(messages, { ...GREEDY, cache: false, profile: true });
+  const unprofiled = await kept.chat(messages, GREEDY);
+  const p = profiled.stats.profile;
   for (const e of [kept, fresh, restored, small]) await e.dispose();
   return {
     info: { build: kept.info.build, threads: kept.info.threads },
@@ -74,6 +79,10 @@ async function run() {
     },
     shift: { fullCode, dropped: shifted.stats.droppedMessages, same: shifted.tokens.join() === shiftOracle.tokens.join(), prompt: shifted.stats.promptTokens },
     afterReset: afterReset.stats.cachedTokens,
+    profile: {
+      same: profiled.tokens.join() === afterReset.tokens.join(), layers: kept.info.layers,
+      prefill: p.prefill, decode: p.decode, generated: profiled.tokens.length, unprofiled: unprofiled.stats.profile,
+    },
   };
 }
 

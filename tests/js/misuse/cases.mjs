@@ -425,6 +425,7 @@ export function engineCases(fx, fixtureUrl) {
     ["chat options []", ({ engine }) => engine.chat([{ role: "user", content: "hi" }], []), IA],
     ["chat enableThinking 1", ({ engine }) => engine.chat([{ role: "user", content: "hi" }], { enableThinking: 1 }), IA],
     ["complete cache 'no'", ({ engine }) => engine.complete("x", { cache: "no" }), IA],
+    ["complete profile 1", ({ engine }) => engine.complete("x", { profile: 1 }), IA],
     ["chat contextShift 1", ({ engine }) => engine.chat([{ role: "user", content: "hi" }], { contextShift: 1 }), IA],
     ["chat that does not fit, no shift", ({ engine }) => engine.chat([{ role: "user", content: "hi ".repeat(50) }], { contextLength: 16 }), "ContextFull"],
     ["loadModel contextLength 0", ({ bare }) => bare.loadModel(fixtureUrl, { contextLength: 0 }), IA],

@@ -1,0 +1,4 @@
+// One reader of readCeilingGBs (read-ceiling.js).
+import { serveReads } from "./read-ceiling.js";
+
+serveReads();
