@@ -29,6 +29,30 @@ fn dot16(a: v128, b: v128) -> v128 {
     i16x8_add(i16x8_extmul_low_i8x16(a, b), i16x8_extmul_high_i8x16(a, b))
 }
 
+/// [`dot16`] for unsigned quants `u` (at most 63): relaxed builds take the i8 × i7 dot, which is
+/// deterministic for them and sums adjacent pairs instead (at most 2·128·63, no saturation).
+/// The lanes differ, their total does not, and every caller only uses totals.
+#[inline(always)]
+fn dot16u(u: v128, x: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    return i16x8_relaxed_dot_i8x16_i7x16(x, u);
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    return dot16(u, x);
+}
+
+/// [`dot16`] of Q6_K's signed quants `u − 32` (`u` the unsigned 6-bit ones): relaxed builds take
+/// `dot(x, u) − dot(x, 32)` on deterministic i8 × i7 dots, the difference at most 4·32·128.
+#[inline(always)]
+fn dot16_q6(u: v128, x: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    return i16x8_sub(
+        i16x8_relaxed_dot_i8x16_i7x16(x, u),
+        i16x8_relaxed_dot_i8x16_i7x16(x, u8x16_splat(32)),
+    );
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    return dot16(i8x16_sub(u, i8x16_splat(32)), x);
+}
+
 /// `scale · Σ` of eight i16 partial sums, as four i32 partials.
 #[inline(always)]
 fn scaled(partials: v128, scale: i32) -> v128 {
@@ -43,10 +67,10 @@ fn hsum(v: v128) -> i32 {
         + i32x4_extract_lane::<3>(v)
 }
 
-/// The sixteen signed quants `q − 16` of a Q5_0 half: nibbles `nib` plus bit 4 from the 16-bit
-/// word in bytes `2h`, `2h + 1` of `qh` (`h` 0 for elements 0..16, 1 for 16..32).
+/// Per byte of a Q5_0 half, all ones where the element's 5th bit is set: the bits come from the
+/// 16-bit word in bytes `2h`, `2h + 1` of `qh` (`h` 0 for elements 0..16, 1 for 16..32).
 #[inline(always)]
-fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
+pub(crate) fn q5_0_high_set(qh: v128, h: usize) -> v128 {
     // Byte i of the result takes byte 2h + i/8 of qh; its bit i%8 is element i's 5th bit.
     let spread = if h == 0 {
         i8x16_swizzle(qh, u8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
@@ -54,9 +78,15 @@ fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
         i8x16_swizzle(qh, u8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3))
     };
     let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
-    let set = i8x16_eq(v128_and(spread, bit), bit);
+    i8x16_eq(v128_and(spread, bit), bit)
+}
+
+/// The sixteen signed quants `q − 16` of a Q5_0 half: nibbles `nib` plus bit 4 (see
+/// [`q5_0_high_set`]).
+#[inline(always)]
+fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
     // q − 16 = nibble − 16 without the bit, nibble with it.
-    i8x16_sub(nib, v128_andnot(u8x16_splat(16), set))
+    i8x16_sub(nib, v128_andnot(u8x16_splat(16), q5_0_high_set(qh, h)))
 }
 
 /// See `legacy::vec_dot_q5_0_q8_0` (the twin: same integer block sums, same four-lane order).
@@ -114,8 +144,8 @@ fn q45_k_isum(qh: Option<&[u8]>, qs: &[u8], qx: &[u8], sc: &[u8; 8]) -> i32 {
         for half in 0..2 {
             let (lo, hi) = q45_k_half(qh, qs, c, half);
             let x = &qx[64 * c + 16 * half..];
-            sub[0] = i16x8_add(sub[0], dot16(lo, load16(x)));
-            sub[1] = i16x8_add(sub[1], dot16(hi, load16(&x[32..])));
+            sub[0] = i16x8_add(sub[0], dot16u(lo, load16(x)));
+            sub[1] = i16x8_add(sub[1], dot16u(hi, load16(&x[32..])));
         }
         acc = i32x4_add(acc, scaled(sub[0], sc[2 * c] as i32));
         acc = i32x4_add(acc, scaled(sub[1], sc[2 * c + 1] as i32));
@@ -161,7 +191,6 @@ pub fn vec_dot_q5_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
 /// layout: per 128-element half, four quarters of 32 from `ql`'s nibbles and `qh`'s bit pairs).
 #[inline(always)]
 fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
-    let off = i8x16_splat(32);
     let mut acc = i32x4_splat(0);
     for n in 0..2 {
         let (ql, qh, x) = (&wb[64 * n..], &wb[128 + 32 * n..], &qx[128 * n..]);
@@ -169,7 +198,7 @@ fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
         for l in [0, 16] {
             for (q, v) in q6_k_quarters(ql, qh, l).into_iter().enumerate() {
                 let e = 32 * q + l; // element index within the half; its group is e / 16.
-                let partial = dot16(i8x16_sub(v, off), load16(&x[e..]));
+                let partial = dot16_q6(v, load16(&x[e..]));
                 acc = i32x4_add(acc, scaled(partial, scales[e / 16] as i8 as i32));
             }
         }
@@ -211,7 +240,6 @@ impl Rows4<'_> {
 
 /// One Q6_K weight row against four Q8_K rows.
 fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
-    let off = i8x16_splat(32);
     let mut sum = f32x4_splat(0.0);
     for (sb, wb) in w.chunks_exact(Q6_K_BYTES).enumerate() {
         let mut acc = [i32x4_splat(0); 4];
@@ -221,9 +249,9 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
             for l in [0, 16] {
                 for (q, v) in q6_k_quarters(ql, qh, l).into_iter().enumerate() {
                     let e = 32 * q + l;
-                    let (v, sc) = (i8x16_sub(v, off), scales[e / 16] as i8 as i32);
+                    let sc = scales[e / 16] as i8 as i32;
                     for (r, a) in acc.iter_mut().enumerate() {
-                        let p = dot16(v, x.quants(r, sb, 128 * n + e));
+                        let p = dot16_q6(v, x.quants(r, sb, 128 * n + e));
                         *a = i32x4_add(*a, scaled(p, sc));
                     }
                 }
@@ -255,8 +283,8 @@ fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
                 let (lo, hi) = q45_k_half(qh, qs, c, half);
                 let e = 64 * c + 16 * half;
                 for (r, a) in acc.iter_mut().enumerate() {
-                    let p_lo = scaled(dot16(lo, x.quants(r, sb, e)), sc[2 * c] as i32);
-                    let p_hi = scaled(dot16(hi, x.quants(r, sb, e + 32)), sc[2 * c + 1] as i32);
+                    let p_lo = scaled(dot16u(lo, x.quants(r, sb, e)), sc[2 * c] as i32);
+                    let p_hi = scaled(dot16u(hi, x.quants(r, sb, e + 32)), sc[2 * c + 1] as i32);
                     *a = i32x4_add(*a, i32x4_add(p_lo, p_hi));
                 }
             }
