@@ -332,3 +332,29 @@ fn profile_counts_every_section_and_changes_nothing() {
     let down = (cfg.n_embd * cfg.n_ff) as u64;
     assert_eq!(p.ops(Section::Down), 2 * down * rows * layers);
 }
+
+/// A prompt longer than one prefill pass (`PREFILL_CHUNK`) runs in chunks: its last logits are
+/// bit for bit the last row of one unchunked pass over the same tokens (`Logits::All`), and the
+/// greedy continuation equals a session fed the prompt one chunk per call.
+#[test]
+fn chunked_prefill_equals_one_pass() {
+    use kopitiam_wasm::model::session::PREFILL_CHUNK;
+    let model = Model::load(QWEN.to_vec()).unwrap();
+    let vocab = model.config().n_vocab;
+    let n = 2 * PREFILL_CHUNK + 37;
+    let ids: Vec<u32> = (0..n as u32)
+        .map(|i| (i * 7919 + 13) % vocab as u32)
+        .collect();
+    let mut a = model.session(512).unwrap();
+    let last = a.eval(&model, &ids, Logits::Last).unwrap().to_vec();
+    let mut b = model.session(512).unwrap();
+    let all = b.eval(&model, &ids, Logits::All).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&last), bits(&all[(n - 1) * vocab..]));
+    assert_eq!(a.tokens(), &ids[..]);
+
+    // Too long for the context: ContextFull before any chunk, nothing kept.
+    let mut c = model.session(n - 1).unwrap();
+    assert_err(c.eval(&model, &ids, Logits::Last), "ContextFull");
+    assert!(c.tokens().is_empty());
+}

@@ -146,6 +146,37 @@ pub fn forward<'s>(
     pos0: usize,
     which: Logits,
 ) -> Result<&'s [f32]> {
+    let logit_rows = if which == Logits::All {
+        tokens.len()
+    } else {
+        1
+    };
+    layers(cfg, w, cache, s, tokens, pos0, logit_rows)?;
+    lm_head(cfg, w, s, tokens.len(), logit_rows)
+}
+
+/// [`forward`] without the LM head: only the keys and values (a prompt's leading chunks).
+pub fn forward_cache_only(
+    cfg: &Config,
+    w: &Weights,
+    cache: &mut KvCache,
+    s: &mut Scratch,
+    tokens: &[u32],
+    pos0: usize,
+) -> Result<()> {
+    layers(cfg, w, cache, s, tokens, pos0, 0)
+}
+
+/// Everything of [`forward`] before the LM head, with the scratch sized for `logit_rows`.
+fn layers(
+    cfg: &Config,
+    w: &Weights,
+    cache: &mut KvCache,
+    s: &mut Scratch,
+    tokens: &[u32],
+    pos0: usize,
+    logit_rows: usize,
+) -> Result<()> {
     check_parts(cfg, w, cache)?;
     let n = tokens.len();
     let end = pos0.checked_add(n).ok_or(Error::SizeOverflow {
@@ -164,7 +195,6 @@ pub fn forward<'s>(
             reason: "no tokens to evaluate".into(),
         });
     }
-    let logit_rows = if which == Logits::All { n } else { 1 };
     s.ensure(cfg, n, logit_rows, cache.capacity())?;
     let nr = cfg.n_rot;
     let t = profile::timer(Section::Rope);
@@ -189,7 +219,7 @@ pub fn forward<'s>(
         attention(cfg, lw, il, cache, s, n, pos0)?; // x += attention(norm(x))
         feed_forward(cfg, lw, s, n)?; // x += ffn(norm(x))
     }
-    lm_head(cfg, w, s, n, logit_rows)
+    Ok(())
 }
 
 /// `x[i] = embedding(token_i) · embed_scale`                                      `[n, d]`
