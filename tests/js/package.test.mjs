@@ -3,7 +3,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createServer } from "node:http";
@@ -23,6 +23,9 @@ test.before(() => {
   copyFileSync(join(repo, "tests/fixtures/tiny-gemma3/tiny-gemma3-q4_0.gguf"), join(dir, "tiny.gguf"));
 });
 
+// The consumer project holds the installed tarball (tens of MB): gone after the file's tests.
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
 test("the tarball carries every wasm build, the licence files and the checked API layer", () => {
   const tgz = readdirSync(dir).find((f) => f.endsWith(".tgz"));
   const files = execFileSync("tar", ["tzf", join(dir, tgz)]).toString().split("\n");
@@ -41,13 +44,17 @@ test("npm pack in a clean clone without the wasm toolchain refuses instead of pa
     mkdirSync(dirname(join(clone, f)), { recursive: true });
     copyFileSync(join(repo, f), join(clone, f));
   }
-  // HOME elsewhere hides ~/.cargo/bin (wasm-pack, wasm-bindgen); no node_modules hides wasm-opt.
-  const r = spawnSync("npm", ["pack", "--pack-destination", clone], {
-    cwd: clone, env: { ...process.env, HOME: home, PATH: "/usr/local/bin:/usr/bin:/bin" }, encoding: "utf8",
-  });
-  assert.notEqual(r.status, 0, "npm pack must fail");
-  assert.match(r.stderr, /prepack: .* is missing, so the wasm builds \(pkg\*\/\) cannot be made; run `npm run setup`/);
-  assert.equal(readdirSync(clone).filter((f) => f.endsWith(".tgz")).length, 0, "no tarball written");
+  try {
+    // HOME elsewhere hides ~/.cargo/bin (wasm-pack, wasm-bindgen); no node_modules hides wasm-opt.
+    const r = spawnSync("npm", ["pack", "--pack-destination", clone], {
+      cwd: clone, env: { ...process.env, HOME: home, PATH: "/usr/local/bin:/usr/bin:/bin" }, encoding: "utf8",
+    });
+    assert.notEqual(r.status, 0, "npm pack must fail");
+    assert.match(r.stderr, /prepack: .* is missing, so the wasm builds \(pkg\*\/\) cannot be made; run `npm run setup`/);
+    assert.equal(readdirSync(clone).filter((f) => f.endsWith(".tgz")).length, 0, "no tarball written");
+  } finally {
+    for (const d of [clone, home]) rmSync(d, { recursive: true, force: true });
+  }
 });
 
 test("Node 20: Tensor API and a model from a file", () => {

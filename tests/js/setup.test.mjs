@@ -4,15 +4,19 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const repo = new URL("../..", import.meta.url).pathname;
 
+const made = [];
+test.after(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
 /** A folder with an `id` that answers like an unprivileged user's. */
 function notRoot() {
   const bin = mkdtempSync(join(tmpdir(), "kopitiam-user-"));
+  made.push(bin);
   writeFileSync(join(bin, "id"), "#!/bin/sh\necho 1000\n");
   chmodSync(join(bin, "id"), 0o755);
   return bin;
