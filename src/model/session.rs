@@ -57,7 +57,9 @@ impl Session {
         if which == Logits::Last {
             while rest.len() > PREFILL_CHUNK {
                 let (chunk, tail) = rest.split_at(PREFILL_CHUNK);
-                self.pass(model, chunk, transformer::forward_cache_only)?;
+                self.pass(model, chunk, |cfg, w, cache, s, chunk, pos0| {
+                    transformer::layers(cfg, w, cache, s, chunk, pos0, 0)
+                })?;
                 rest = tail;
             }
         }

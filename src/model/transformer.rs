@@ -155,20 +155,9 @@ pub fn forward<'s>(
     lm_head(cfg, w, s, tokens.len(), logit_rows)
 }
 
-/// [`forward`] without the LM head: only the keys and values (a prompt's leading chunks).
-pub fn forward_cache_only(
-    cfg: &Config,
-    w: &Weights,
-    cache: &mut KvCache,
-    s: &mut Scratch,
-    tokens: &[u32],
-    pos0: usize,
-) -> Result<()> {
-    layers(cfg, w, cache, s, tokens, pos0, 0)
-}
-
-/// Everything of [`forward`] before the LM head, with the scratch sized for `logit_rows`.
-fn layers(
+/// Everything of [`forward`] before the LM head, with the scratch sized for `logit_rows`; with
+/// none, only the keys and values are wanted (a prompt's leading chunks, see `Session::eval`).
+pub(crate) fn layers(
     cfg: &Config,
     w: &Weights,
     cache: &mut KvCache,
