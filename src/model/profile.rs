@@ -132,6 +132,11 @@ pub(crate) struct Timer {
     t0: f64,
 }
 
+/// Whether this thread profiles (the check every timer makes first).
+pub(crate) fn active() -> bool {
+    ACTIVE.with(|a| a.borrow().is_some())
+}
+
 /// A timer for `section` when this thread profiles, else `None` (and nothing is read).
 pub(crate) fn timer(section: Section) -> Option<Timer> {
     timer_matmul(section, 0, 0, 0)
@@ -145,8 +150,7 @@ pub(crate) fn timer_matmul(
     weights: usize,
     rows: usize,
 ) -> Option<Timer> {
-    let on = ACTIVE.with(|a| a.borrow().is_some());
-    on.then(|| Timer {
+    active().then(|| Timer {
         section,
         bytes: bytes as u64,
         ops: 2 * weights as u64 * rows as u64,

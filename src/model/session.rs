@@ -9,10 +9,8 @@ use std::sync::Arc;
 
 use half::f16;
 
-use super::config::Config;
 use super::kv_cache::KvCache;
 use super::transformer::{self, Logits, Scratch};
-use super::weights::Weights;
 use super::Model;
 use crate::error::{Error, Result};
 use crate::storage::try_with_capacity;
@@ -57,46 +55,29 @@ impl Session {
         if which == Logits::Last {
             while rest.len() > PREFILL_CHUNK {
                 let (chunk, tail) = rest.split_at(PREFILL_CHUNK);
-                self.pass(model, chunk, |cfg, w, cache, s, chunk, pos0| {
-                    transformer::layers(cfg, w, cache, s, chunk, pos0, 0)
+                self.pass(chunk, |cache, s, pos0| {
+                    transformer::layers(model.config(), model.weights(), cache, s, chunk, pos0, 0)
                 })?;
                 rest = tail;
             }
         }
-        self.pass(model, rest, |cfg, w, cache, s, tokens, pos0| {
-            transformer::forward(cfg, w, cache, s, tokens, pos0, which)
+        self.pass(rest, |cache, s, pos0| {
+            transformer::forward(model.config(), model.weights(), cache, s, rest, pos0, which)
         })
     }
 
-    /// Runs `forward` (a forward pass over `tokens` at the next positions) on one thread team,
-    /// then records the tokens.
+    /// Runs `forward(cache, scratch, pos0)`, a forward pass over `tokens` at the next positions,
+    /// on one thread team, then records the tokens.
     fn pass<'a, T>(
         &'a mut self,
-        model: &Model,
         tokens: &[u32],
-        forward: impl FnOnce(
-            &Config,
-            &Weights,
-            &mut KvCache,
-            &'a mut Scratch,
-            &[u32],
-            usize,
-        ) -> Result<T>,
+        forward: impl FnOnce(&mut KvCache, &'a mut Scratch, usize) -> Result<T>,
     ) -> Result<T> {
         let pos0 = self.tokens.len();
         let (cache, scratch) = (&mut self.cache, &mut self.scratch);
         // One team of threads for the whole pass: its ~130 parallel loops then start in
         // microseconds instead of waking the pool each time.
-        let out = crate::parallel::with_team(move || {
-            forward(
-                model.config(),
-                model.weights(),
-                cache,
-                scratch,
-                tokens,
-                pos0,
-            )
-        })?;
+        let out = crate::parallel::with_team(move || forward(cache, scratch, pos0))?;
         crate::storage::try_reserve(&mut self.tokens, tokens.len())?;
         self.tokens.extend_from_slice(tokens);
         Ok(out)

@@ -418,8 +418,12 @@ fn lm_head<'s>(
     Ok(&s.logits[..logit_rows * v])
 }
 
-/// A profile timer for `section`, a matmul of `rows` token rows over `linears`.
+/// A profile timer for `section`, a matmul of `rows` token rows over `linears` (their sizes are
+/// only summed when profiling).
 fn matmul_timer(section: Section, linears: &[&Linear], rows: usize) -> Option<profile::Timer> {
+    if !profile::active() {
+        return None;
+    }
     let bytes = linears.iter().map(|l| l.weight_bytes()).sum();
     let weights = linears.iter().map(|l| l.weight_count()).sum();
     profile::timer_matmul(section, bytes, weights, rows)

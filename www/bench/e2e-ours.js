@@ -27,10 +27,10 @@ try {
   });
   const wallMs = performance.now() - t1;
   const ttftMs = first - t1;
-  // Weight bytes one decode pass reads (for the read-ceiling fraction), from a short profiled
-  // completion after the timed one, so the timing carries no profiler.
-  const { profile } = (await engine.complete("Hello", { maxTokens: 3, temperature: 0, cache: false, profile: true })).stats;
-  const passBytes = Object.values(profile.decode).reduce((a, s) => a + s.weightBytes, 0) / profile.decode.lmHead.calls;
+  // Weight bytes one pass reads (for the read-ceiling fraction): the prompt pass of a short
+  // profiled completion after the timed one, so the timing carries no profiler.
+  const { profile } = (await engine.complete("Hello", { maxTokens: 1, temperature: 0, cache: false, profile: true })).stats;
+  const passBytes = Object.values(profile.prefill).reduce((a, s) => a + s.weightBytes, 0) / profile.prefill.embed.calls;
   window.kopitiamResult = { loadMs, wallMs, ttftMs, passBytes, text: r.text, tokens: r.tokens, stats: r.stats, info: engine.info };
 } catch (e) {
   window.kopitiamResult = { error: { code: e.code, message: e.message ?? String(e) } };

@@ -29,14 +29,10 @@ pub use scalar::{
     vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
 };
 
-#[cfg(all(
-    target_arch = "wasm32",
-    target_feature = "simd128",
-    not(target_feature = "relaxed-simd")
-))]
-pub use simd128_kquants::vec_dot_q5_0_q8_0;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub use simd128_kquants::{gemm_k_q8_k, vec_dot_q4_k_q8_k, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k};
+pub use simd128_kquants::{
+    gemm_k_q8_k, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k,
+};
 
 /// Only the relaxed dot reads the interleaved layout fast; elsewhere it is the scalar twin's.
 #[cfg(all(
@@ -56,9 +52,7 @@ pub use simd128::{
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use relaxed::{
-    gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0, vec_dot_q5_0_q8_0,
-};
+pub use relaxed::{gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0};
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 

@@ -2,8 +2,8 @@
 //!
 //! `i32x4.relaxed_dot_i8x16_i7x16_add` is only deterministic when its second operand is in
 //! 0..=127. Q4_0 nibbles are 0..=15, so `Σ (n − 8)·q8 = dot(q8, n) − dot(q8, 8)` is exact here
-//! and equals the scalar twin's integer sum; the f32 order is the shared four-lane one. Q5_0 and
-//! the sign-split Q8_0 use the same trick.
+//! and equals the scalar twin's integer sum; the f32 order is the shared four-lane one. The
+//! sign-split Q8_0 and the K-mix dots (`simd128_kquants`) use the same trick.
 
 use core::arch::wasm32::*;
 
@@ -11,12 +11,8 @@ use super::simd128::{
     dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16,
     q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
-use super::simd128_kquants::q5_0_high_set;
-use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 use crate::quant::interleave::{deinterleave_rows, GROUP, GROUP_BLOCK};
-
-const Q5_0_BYTES: usize = DType::Q5_0.block_bytes();
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -36,27 +32,6 @@ pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
             i32x4_relaxed_dot_i8x16_i7x16_add(x0, eight, z),
         );
         i32x4_sub(pos, off)
-    })
-}
-
-/// Q5_0 on relaxed dots: the unsigned quants `u = nibble + 16·bit4` are 0..=31, so the i8 × i7
-/// dot is deterministic, and `Σ (u − 16)·x = dot(x, u) − dot(x, 16)`. Both dots sum pairs into
-/// i16 lanes (at most 2·128·31), their difference is four terms `(u − 16)·x` (at most 8,192),
-/// so the block sums are the scalar twin's exactly.
-pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let (mask, sixteen) = (u8x16_splat(0x0F), u8x16_splat(16));
-    dot_blocks4(w, x, Q5_0_BYTES, Q8_BYTES, |wb, xb| {
-        let qh = u32x4_splat(u32::from_le_bytes([wb[2], wb[3], wb[4], wb[5]]));
-        let qs = load16(&wb[6..]);
-        let high = |h| v128_and(q5_0_high_set(qh, h), sixteen);
-        let (lo, hi) = (
-            v128_or(v128_and(qs, mask), high(0)),
-            v128_or(u8x16_shr(qs, 4), high(1)),
-        );
-        let (x0, x1) = (load16(&xb[2..]), load16(&xb[18..]));
-        let pos = i16x8_add(dot16_relaxed(x0, lo), dot16_relaxed(x1, hi));
-        let off = i16x8_add(dot16_relaxed(x0, sixteen), dot16_relaxed(x1, sixteen));
-        i32x4_extadd_pairwise_i16x8(i16x8_sub(pos, off))
     })
 }
 

@@ -40,17 +40,18 @@ fn dot16u(u: v128, x: v128) -> v128 {
     return dot16(u, x);
 }
 
-/// [`dot16`] of Q6_K's signed quants `u − 32` (`u` the unsigned 6-bit ones): relaxed builds take
-/// `dot(x, u) − dot(x, 32)` on deterministic i8 × i7 dots, the difference at most 4·32·128.
+/// [`dot16`] of the signed quants `u − K` (Q5_0's `K` = 16, Q6_K's 32; `u` the unsigned ones, at
+/// most 63): relaxed builds take `dot(x, u) − dot(x, K)` on deterministic i8 × i7 dots, the
+/// difference at most 4·32·128.
 #[inline(always)]
-fn dot16_q6(u: v128, x: v128) -> v128 {
+fn dot16_minus<const K: u8>(u: v128, x: v128) -> v128 {
     #[cfg(target_feature = "relaxed-simd")]
     return i16x8_sub(
         i16x8_relaxed_dot_i8x16_i7x16(x, u),
-        i16x8_relaxed_dot_i8x16_i7x16(x, u8x16_splat(32)),
+        i16x8_relaxed_dot_i8x16_i7x16(x, u8x16_splat(K)),
     );
     #[cfg(not(target_feature = "relaxed-simd"))]
-    return dot16(i8x16_sub(u, i8x16_splat(32)), x);
+    return dot16(i8x16_sub(u, u8x16_splat(K)), x);
 }
 
 /// `scale · Σ` of eight i16 partial sums, as four i32 partials.
@@ -67,10 +68,10 @@ fn hsum(v: v128) -> i32 {
         + i32x4_extract_lane::<3>(v)
 }
 
-/// Per byte of a Q5_0 half, all ones where the element's 5th bit is set: the bits come from the
-/// 16-bit word in bytes `2h`, `2h + 1` of `qh` (`h` 0 for elements 0..16, 1 for 16..32).
+/// The sixteen unsigned quants (0..=31) of a Q5_0 half: nibbles `nib` plus bit 4 from the 16-bit
+/// word in bytes `2h`, `2h + 1` of `qh` (`h` 0 for elements 0..16, 1 for 16..32).
 #[inline(always)]
-pub(crate) fn q5_0_high_set(qh: v128, h: usize) -> v128 {
+fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
     // Byte i of the result takes byte 2h + i/8 of qh; its bit i%8 is element i's 5th bit.
     let spread = if h == 0 {
         i8x16_swizzle(qh, u8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
@@ -78,15 +79,8 @@ pub(crate) fn q5_0_high_set(qh: v128, h: usize) -> v128 {
         i8x16_swizzle(qh, u8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3))
     };
     let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
-    i8x16_eq(v128_and(spread, bit), bit)
-}
-
-/// The sixteen signed quants `q − 16` of a Q5_0 half: nibbles `nib` plus bit 4 (see
-/// [`q5_0_high_set`]).
-#[inline(always)]
-fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
-    // q − 16 = nibble − 16 without the bit, nibble with it.
-    i8x16_sub(nib, v128_andnot(u8x16_splat(16), q5_0_high_set(qh, h)))
+    let set = i8x16_eq(v128_and(spread, bit), bit);
+    v128_or(nib, v128_and(set, u8x16_splat(16)))
 }
 
 /// See `legacy::vec_dot_q5_0_q8_0` (the twin: same integer block sums, same four-lane order).
@@ -97,7 +91,8 @@ pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         let qs = load16(&wb[6..]);
         let lo = q5_0_half(v128_and(qs, mask), qh, 0);
         let hi = q5_0_half(u8x16_shr(qs, 4), qh, 1);
-        let sum = i16x8_add(dot16(lo, load16(&xb[2..])), dot16(hi, load16(&xb[18..])));
+        let (x0, x1) = (load16(&xb[2..]), load16(&xb[18..]));
+        let sum = i16x8_add(dot16_minus::<16>(lo, x0), dot16_minus::<16>(hi, x1));
         i32x4_extadd_pairwise_i16x8(sum)
     })
 }
@@ -198,7 +193,7 @@ fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
         for l in [0, 16] {
             for (q, v) in q6_k_quarters(ql, qh, l).into_iter().enumerate() {
                 let e = 32 * q + l; // element index within the half; its group is e / 16.
-                let partial = dot16_q6(v, load16(&x[e..]));
+                let partial = dot16_minus::<32>(v, load16(&x[e..]));
                 acc = i32x4_add(acc, scaled(partial, scales[e / 16] as i8 as i32));
             }
         }
@@ -251,7 +246,7 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
                     let e = 32 * q + l;
                     let sc = scales[e / 16] as i8 as i32;
                     for (r, a) in acc.iter_mut().enumerate() {
-                        let p = dot16_q6(v, x.quants(r, sb, 128 * n + e));
+                        let p = dot16_minus::<32>(v, x.quants(r, sb, 128 * n + e));
                         *a = i32x4_add(*a, scaled(p, sc));
                     }
                 }
