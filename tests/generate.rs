@@ -358,3 +358,37 @@ fn chunked_prefill_equals_one_pass() {
     assert_err(c.eval(&model, &ids, Logits::Last), "ContextFull");
     assert!(c.tokens().is_empty());
 }
+
+/// Tokens decoded one at a time give, bit for bit, the rows of one `Logits::All` pass over the
+/// same tokens. With more threads than rows (natively on a multi-core machine; the threaded
+/// wasm build) a decoded token's attention is spread over the threads by positions and head
+/// elements, while a prompt's rows are spread one row per thread: the two must agree. The
+/// Gemma fixture has sliding-window layers and two query heads per KV head (one at a time);
+/// the llama mix has four per KV head (`dot4`/`axpy4`).
+#[test]
+fn decoded_tokens_equal_the_rows_of_one_pass() {
+    const MIX: &[u8] = include_bytes!("fixtures/tiny-llama-mix/tiny-llama-mix.gguf");
+    if kopitiam_wasm::num_threads() < 2 {
+        eprintln!("one thread: only the row-per-thread attention path runs here");
+    }
+    for bytes in [GEMMA, MIX] {
+        let model = Model::load(bytes.to_vec()).unwrap();
+        let vocab = model.config().n_vocab;
+        let n = 250; // past SPLIT_FROM (192), within the mix's 256-token context
+        let ids: Vec<u32> = (0..n as u32)
+            .map(|i| (i * 7919 + 13) % vocab as u32)
+            .collect();
+        let mut all = model.session(n).unwrap();
+        let rows = all.eval(&model, &ids, Logits::All).unwrap().to_vec();
+        let mut one = model.session(n).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (i, t) in ids.iter().enumerate() {
+            let got = one.eval(&model, &[*t], Logits::Last).unwrap();
+            assert_eq!(
+                bits(got),
+                bits(&rows[i * vocab..(i + 1) * vocab]),
+                "token {i}"
+            );
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! [`Model::load`] takes the bytes of a GGUF file by value and keeps them as the one buffer the
 //! quantized weights point into; a [`Session`] holds one conversation's KV cache and scratch.
 
+mod attention;
 pub mod chat;
 pub mod config;
 pub mod generate;

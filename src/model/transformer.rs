@@ -5,38 +5,38 @@
 //! architectures is data in `Config` and `Weights` (optional biases and norms, RoPE style and
 //! extent), never a branch on the architecture here.
 
+use super::attention::{self, AttnScratch};
 use super::config::{Activation, Config, RopeStyle};
 use super::kv_cache::KvCache;
 use super::profile::{self, Section};
 use super::weights::{LayerWeights, Linear, Weights};
 use crate::error::{Error, Result};
-use crate::ops::kernels::{axpy, axpy4, dot, dot4, exp_sum};
 use crate::ops::{gelu_tanh, rms_norm_row};
 use crate::parallel;
 use crate::quant::{f16_to_f32, f32_to_f16_finite, MatmulScratch};
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
 use half::f16;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Working buffers for a batch of `rows` tokens; they grow (once) for a longer prompt or a
 /// larger model, and are never shrunk.
 #[derive(Default)]
 pub struct Scratch {
-    x: Vec<f32>,                  // [rows, n_embd]  residual stream
-    xb: Vec<f32>,                 // [rows, n_embd]  normed input of a sub-block
-    q: Vec<f32>,                  // [rows, q_dim]
-    k: Vec<f32>,                  // [rows, kv_dim]
-    v: Vec<f32>,                  // [rows, kv_dim]
-    att: Vec<f32>,                // [rows, q_dim]   attention output before the projection
-    proj: Vec<f32>,               // [rows, n_embd]  output of wo / w_down
-    gate: Vec<f32>,               // [rows, n_ff]
-    up: Vec<f32>,                 // [rows, n_ff]
-    head: Vec<f32>,               // [head_dim]      one head, for in-place norms
-    scores: Vec<Mutex<Vec<f32>>>, // per thread: [4, context]
-    rope: Vec<f32>,               // [2 bases, rows, head_dim/2, (cos, sin)]
-    mm: MatmulScratch,            // quantized activations and matmul buffers
-    logits: Vec<f32>,             // [rows or 1, n_vocab]
+    x: Vec<f32>,       // [rows, n_embd]  residual stream
+    xb: Vec<f32>,      // [rows, n_embd]  normed input of a sub-block
+    q: Vec<f32>,       // [rows, q_dim]
+    k: Vec<f32>,       // [rows, kv_dim]
+    v: Vec<f32>,       // [rows, kv_dim]
+    att: Vec<f32>,     // [rows, q_dim]   attention output before the projection
+    proj: Vec<f32>,    // [rows, n_embd]  output of wo / w_down
+    gate: Vec<f32>,    // [rows, n_ff]
+    up: Vec<f32>,      // [rows, n_ff]
+    head: Vec<f32>,    // [head_dim]      one head, for in-place norms
+    attn: AttnScratch, // attention scores
+    rope: Vec<f32>,    // [2 bases, rows, head_dim/2, (cos, sin)]
+    mm: MatmulScratch, // quantized activations and matmul buffers
+    logits: Vec<f32>,  // [rows or 1, n_vocab]
 }
 
 impl Scratch {
@@ -68,13 +68,7 @@ impl Scratch {
             &mut self.rope,
             checked_product("RoPE table", &[2, rows, cfg.head_dim])?,
         )?;
-        let slots = parallel::num_threads() + 1;
-        self.scores
-            .resize_with(slots.max(self.scores.len()), Default::default);
-        let scores = checked_product("attention scores", &[4, context])?;
-        for slot in &mut self.scores {
-            grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
-        }
+        self.attn.ensure(cfg, context)?;
         let logits = checked_product("logits", &[logit_rows, cfg.n_vocab])?;
         grow(&mut self.logits, logits)?;
         Ok(())
@@ -309,20 +303,9 @@ fn attention(
     drop(t);
 
     // att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j over visible positions j       [n, q_dim]
-    // Tokens are independent here, so a prompt's rows are spread over the threads.
     let t = profile::timer(Section::Attend);
-    let (cache_r, q_all, slots) = (&*cache, &s.q[..n * qd], &s.scores);
-    parallel::for_each_chunk_mut(&mut s.att[..n * qd], qd, |i, out| {
-        let pos = pos0 + i;
-        let lo = match (sliding, cfg.sliding_window) {
-            (true, Some(win)) => (pos + 1).saturating_sub(win),
-            _ => 0,
-        };
-        let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
-        let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
-        let q = &q_all[i * qd..(i + 1) * qd];
-        attend(cfg, cache_r, il, lo..pos + 1, q, out, &mut scores);
-    });
+    let q = &s.q[..n * qd];
+    attention::attention(cfg, cache, il, pos0, q, &mut s.att[..n * qd], &mut s.attn);
     drop(t);
     let t = matmul_timer(Section::AttnOut, &[&lw.wo], n);
     lw.wo
@@ -447,71 +430,6 @@ fn check_parts(cfg: &Config, w: &Weights, cache: &KvCache) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.
-/// Query heads that share a KV head go four at a time, so each key and value row is read once per
-/// four heads (`dot4`), and each output row once per four positions (`axpy4`); both give the
-/// same bits as one head and one position at a time. `scores` holds `4 × positions.len()`.
-///
-/// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
-/// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
-/// prefill at 207 tok/s inlined, 268 as a function of its own, which V8 optimises after a few
-/// calls).
-#[inline(never)]
-fn attend(
-    cfg: &Config,
-    cache: &KvCache,
-    il: usize,
-    positions: std::ops::Range<usize>,
-    q: &[f32],
-    out: &mut [f32],
-    scores: &mut [f32],
-) {
-    let (hd, group) = (cfg.head_dim, cfg.n_head / cfg.n_head_kv);
-    let (lo, len) = (positions.start, positions.len());
-    for kvh in 0..cfg.n_head_kv {
-        let kv = kvh * hd..(kvh + 1) * hd;
-        let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
-        let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
-        let head = |h: usize| &q[h * hd..(h + 1) * hd];
-        let mut h = kvh * group;
-        while h < (kvh + 1) * group {
-            let take = if (kvh + 1) * group - h >= 4 { 4 } else { 1 };
-            let sc = &mut scores[..take * len];
-            if take == 4 {
-                let qs = [head(h), head(h + 1), head(h + 2), head(h + 3)];
-                for j in 0..len {
-                    let r = dot4(qs, key(j));
-                    for (t, v) in r.into_iter().enumerate() {
-                        sc[t * len + j] = v;
-                    }
-                }
-            } else {
-                for (j, v) in sc.iter_mut().enumerate() {
-                    *v = dot(head(h), key(j));
-                }
-            }
-            for (t, row) in sc.chunks_exact_mut(len.max(1)).enumerate().take(take) {
-                // softmax; the row then holds the weights p_j / Σp
-                let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-                let inv = (1.0 / exp_sum(row, max)) as f32;
-                row.iter_mut().for_each(|v| *v *= inv);
-                let o = &mut out[(h + t) * hd..(h + t + 1) * hd];
-                o.fill(0.0);
-                let mut j = 0;
-                while j + 4 <= len {
-                    let c = [row[j], row[j + 1], row[j + 2], row[j + 3]];
-                    axpy4(c, [value(j), value(j + 1), value(j + 2), value(j + 3)], o);
-                    j += 4;
-                }
-                for (j, &c) in row.iter().enumerate().skip(j) {
-                    axpy(c, value(j), o);
-                }
-            }
-            h += take;
-        }
-    }
 }
 
 /// `x += norm(branch)` (Gemma's post-norms) or `x += branch`, row by row.

@@ -1,0 +1,247 @@
+//! Attention over the KV cache: `att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j` for a batch of query
+//! rows, each over the positions it may see.
+//!
+//! A prompt has more rows than threads, so its rows are spread over them, one row per call of
+//! [`attend`]. A decoded token is one row: [`attend_split`] spreads that row's positions (for the
+//! scores) and each head's elements (for the weighted values) over the threads instead, which
+//! at position ~1,000 is a quarter of a two-thread token. Both compute every score and output
+//! element with the same operations in the same order, so the bits do not depend on the path
+//! or the thread count.
+
+use super::config::Config;
+use super::kv_cache::KvCache;
+use crate::error::Result;
+use crate::ops::kernels::{axpy, axpy4, dot, dot4, exp_sum};
+use crate::parallel;
+use crate::shape::checked_product;
+use crate::storage::try_grow as grow;
+use std::ops::Range;
+use std::sync::Mutex;
+
+/// Positions per chunk of [`attend_split`]'s scores.
+const POSITION_BLOCK: usize = 64;
+
+/// Positions from which a lone row is split over the threads: below, handing out its chunks
+/// costs more than it saves (measured in Chromium on two threads: a token's attention at
+/// position ~100 took 1.9 ms split against 1.6 in one piece; at ~1,000, 5.7 against 7.0).
+const SPLIT_FROM: usize = 3 * POSITION_BLOCK;
+
+/// Score buffers, grown (once) for the longest context served.
+#[derive(Default)]
+pub(super) struct AttnScratch {
+    /// Per thread slot: `[4, context]`, the scores of the row that thread is on.
+    slots: Vec<Mutex<Vec<f32>>>,
+    /// [`attend_split`]'s `[4, context]` scores by position, the same by head, and `[4,
+    /// head_dim]` output parts (only with more than one thread).
+    split: Vec<f32>,
+}
+
+impl AttnScratch {
+    pub(super) fn ensure(&mut self, cfg: &Config, context: usize) -> Result<()> {
+        let threads = parallel::num_threads();
+        self.slots
+            .resize_with((threads + 1).max(self.slots.len()), Default::default);
+        let scores = checked_product("attention scores", &[4, context])?;
+        for slot in &mut self.slots {
+            grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
+        }
+        if threads > 1 {
+            let split = checked_product(
+                "attention scores",
+                &[4, context.saturating_mul(2).saturating_add(cfg.head_dim)],
+            )?;
+            grow(&mut self.split, split)?;
+        }
+        Ok(())
+    }
+}
+
+/// `att[i] = attention of query row q[i]` (`[n, q_dim]` both) at position `pos0 + i` of layer
+/// `il`, whose keys and values for positions up to `pos0 + n` are in `cache`.
+pub(super) fn attention(
+    cfg: &Config,
+    cache: &KvCache,
+    il: usize,
+    pos0: usize,
+    q: &[f32],
+    att: &mut [f32],
+    s: &mut AttnScratch,
+) {
+    let qd = cfg.q_dim();
+    let window = |pos: usize| -> Range<usize> {
+        let lo = match (cfg.is_sliding(il), cfg.sliding_window) {
+            (true, Some(win)) => (pos + 1).saturating_sub(win),
+            _ => 0,
+        };
+        lo..pos + 1
+    };
+    if att.len() / qd < parallel::num_threads() {
+        for (i, out) in att.chunks_exact_mut(qd).enumerate() {
+            let (q, positions) = (&q[i * qd..(i + 1) * qd], window(pos0 + i));
+            if positions.len() >= SPLIT_FROM {
+                attend_split(cfg, cache, il, positions, q, out, &mut s.split);
+            } else {
+                let mut scores = s.slots[0].lock().unwrap_or_else(|e| e.into_inner());
+                attend(cfg, cache, il, positions, q, out, &mut scores);
+            }
+        }
+        return;
+    }
+    let slots = &s.slots;
+    parallel::for_each_chunk_mut(att, qd, |i, out| {
+        let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
+        let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let q = &q[i * qd..(i + 1) * qd];
+        attend(cfg, cache, il, window(pos0 + i), q, out, &mut scores);
+    });
+}
+
+/// The query heads of each KV head in the order both paths take them: `(first head, count)`,
+/// four at a time while four remain (one key or value row then serves four heads), else one.
+fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    let group = cfg.n_head / cfg.n_head_kv;
+    (0..cfg.n_head_kv).flat_map(move |kvh| {
+        let end = (kvh + 1) * group;
+        let mut h = kvh * group;
+        std::iter::from_fn(move || {
+            (h < end).then(|| {
+                let take = if end - h >= 4 { 4 } else { 1 };
+                h += take;
+                (kvh, h - take, take)
+            })
+        })
+    })
+}
+
+/// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.
+/// Query heads that share a KV head go four at a time, so each key and value row is read once per
+/// four heads (`dot4`), and each output row once per four positions (`axpy4`); both give the
+/// same bits as one head and one position at a time. `scores` holds `4 × positions.len()`.
+///
+/// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
+/// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
+/// prefill at 207 tok/s inlined, 268 as a function of its own, which V8 optimises after a few
+/// calls).
+#[inline(never)]
+fn attend(
+    cfg: &Config,
+    cache: &KvCache,
+    il: usize,
+    positions: Range<usize>,
+    q: &[f32],
+    out: &mut [f32],
+    scores: &mut [f32],
+) {
+    let hd = cfg.head_dim;
+    let (lo, len) = (positions.start, positions.len());
+    for (kvh, h, take) in head_groups(cfg) {
+        let kv = kvh * hd..(kvh + 1) * hd;
+        let heads = &q[h * hd..(h + take) * hd];
+        let sc = &mut scores[..take * len];
+        let mut s = [0.0; 4];
+        for j in 0..len {
+            head_scores(heads, &cache.key(il, lo + j)[kv.clone()], &mut s[..take]);
+            for (t, &v) in s[..take].iter().enumerate() {
+                sc[t * len + j] = v;
+            }
+        }
+        for (t, p) in sc.chunks_exact_mut(len.max(1)).enumerate() {
+            softmax(p);
+            let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
+            weighted_sum(p, value, &mut out[(h + t) * hd..(h + t + 1) * hd]);
+        }
+    }
+}
+
+/// [`attend`] for one row with its work spread over the threads: the scores by blocks of
+/// [`POSITION_BLOCK`] positions, then the softmax on this thread, then the weighted values by
+/// blocks of each head's elements. `buf` holds `8 × positions.len() + 4 × head_dim`.
+#[inline(never)]
+fn attend_split(
+    cfg: &Config,
+    cache: &KvCache,
+    il: usize,
+    positions: Range<usize>,
+    q: &[f32],
+    out: &mut [f32],
+    buf: &mut [f32],
+) {
+    let hd = cfg.head_dim;
+    let (lo, len) = (positions.start, positions.len());
+    let (by_position, rest) = buf.split_at_mut(4 * len);
+    let (by_head, parts) = rest.split_at_mut(4 * len);
+    // Element blocks as wide as leave one for each thread (a block's every position is one
+    // `axpy4` call per head: narrower blocks measured slower), of a width that divides hd.
+    let threads = parallel::num_threads();
+    let eb = [128, 64, 32, 16, 8, 4]
+        .into_iter()
+        .find(|b| hd % b == 0 && hd / b >= threads)
+        .unwrap_or(hd);
+    for (kvh, h, take) in head_groups(cfg) {
+        let kv = kvh * hd..(kvh + 1) * hd;
+        let heads = &q[h * hd..(h + take) * hd];
+        // by_position[j·take + t] = q_t · k_j
+        let block = take * POSITION_BLOCK;
+        parallel::for_each_chunk_mut(&mut by_position[..take * len], block, |b, chunk| {
+            for (jj, s) in chunk.chunks_exact_mut(take).enumerate() {
+                let j = lo + b * POSITION_BLOCK + jj;
+                head_scores(heads, &cache.key(il, j)[kv.clone()], s);
+            }
+        });
+        let p = &mut by_head[..take * len];
+        for (t, row) in p.chunks_exact_mut(len.max(1)).enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = by_position[j * take + t];
+            }
+            softmax(row);
+        }
+        // parts[c·take·eb + t·eb ..][..eb] = head t's elements c·eb.. of Σ_j p_tj v_j
+        let p = &*p;
+        parallel::for_each_chunk_mut(&mut parts[..take * hd], take * eb, |c, part| {
+            let e = kv.start + c * eb..kv.start + (c + 1) * eb;
+            for (t, o) in part.chunks_exact_mut(eb).enumerate() {
+                let value = |j: usize| &cache.value(il, lo + j)[e.clone()];
+                weighted_sum(&p[t * len..(t + 1) * len], value, o);
+            }
+        });
+        for (c, part) in parts[..take * hd].chunks_exact(take * eb).enumerate() {
+            for (t, o) in part.chunks_exact(eb).enumerate() {
+                out[(h + t) * hd + c * eb..][..eb].copy_from_slice(o);
+            }
+        }
+    }
+}
+
+/// `s[t] = q_t · k` for the one or four query heads in `heads` (`dot4` for four).
+#[inline(always)]
+fn head_scores(heads: &[f32], k: &[f32], s: &mut [f32]) {
+    if let [s0, s1, s2, s3] = s {
+        let hd = k.len();
+        let qs = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
+        [*s0, *s1, *s2, *s3] = dot4(qs, k);
+    } else {
+        s[0] = dot(heads, k);
+    }
+}
+
+/// Softmax in place: the row then holds the weights `p_j / Σp`.
+fn softmax(row: &mut [f32]) {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let inv = (1.0 / exp_sum(row, max)) as f32;
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// `o = Σ_j p[j] · value(j)`: four positions at a time (`axpy4`), the tail one by one.
+#[inline(always)]
+fn weighted_sum<'c>(p: &[f32], value: impl Fn(usize) -> &'c [f32], o: &mut [f32]) {
+    o.fill(0.0);
+    let mut j = 0;
+    while j + 4 <= p.len() {
+        let c = [p[j], p[j + 1], p[j + 2], p[j + 3]];
+        axpy4(c, [value(j), value(j + 1), value(j + 2), value(j + 3)], o);
+        j += 4;
+    }
+    for (j, &c) in p.iter().enumerate().skip(j) {
+        axpy(c, value(j), o);
+    }
+}
