@@ -75,12 +75,13 @@ fn cases(reference: &str) -> Vec<Case> {
 struct Parts {
     cfg: Config,
     weights: Weights,
-    /// Q4_0 matrices in the interleaved layout.
+    /// Q4_0 and Q5_0 matrices in the interleaved layout.
     interleaved: usize,
 }
 
 impl Parts {
-    /// `interleave`: the Q4_0 matrices four rows at a time, as relaxed-SIMD builds load them.
+    /// `interleave`: the Q4_0 and Q5_0 matrices four rows at a time, as relaxed-SIMD builds
+    /// load them.
     fn load(bytes: &[u8], interleave: bool) -> Parts {
         let mut bytes = bytes.to_vec();
         let g = GgufFile::parse(&bytes).unwrap();
@@ -193,11 +194,11 @@ fn check(name: &str, gguf: &[u8], reference: &str, last_logits: &[u8], spread: O
     assert_eq!(agree, judged, "{name}: teacher-forced top-1");
 }
 
-/// The model loaded with its Q4_0 matrices interleaved (what relaxed-SIMD builds run) gives
-/// the logits of the file's layout bit for bit, prompt and one decode step; for a Q4_0 file.
+/// The model loaded with its Q4_0 and Q5_0 matrices interleaved (what relaxed-SIMD builds run)
+/// gives the logits of the file's layout bit for bit, prompt and one decode step.
 fn same_bits_interleaved(name: &str, gguf: &[u8], plain: &Parts, tokens: &[u32]) {
     let mi = Parts::load(gguf, true);
-    assert!(mi.interleaved > 0, "{name}: no Q4_0 matrix interleaved");
+    assert!(mi.interleaved > 0, "{name}: no matrix interleaved");
     let ctx = tokens.len() + 1;
     let run = |m: &Parts| {
         let mut cache = KvCache::new(m.cfg.n_layer, ctx, m.cfg.kv_dim()).unwrap();

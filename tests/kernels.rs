@@ -103,63 +103,91 @@ fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
     }
 }
 
-#[test]
-fn interleaved_q4_0_round_trips_and_its_gemm_equals_the_file_layout_bit_for_bit() {
-    let mut rng = Rng::new(29);
-    for (rows, blocks, n_w) in [
-        (1, 20, 8),
-        (1, 7, 4),
-        (2, 3, 12),
-        (3, 5, 8),
-        (4, 20, 4),
-        (7, 1, 8),
-        (9, 6, 16),
-    ] {
-        let n_in = blocks * 32;
-        let mut w = random_blocks(&mut rng, n_w * blocks, 18);
-        if rows == 3 || rows == 9 {
-            // An infinite and a NaN weight scale: the kernel falls back to the scalar dots.
-            w[18 * (blocks + 1)..][..2].copy_from_slice(&0x7C00u16.to_le_bytes());
-            w[18 * (3 * blocks)..][..2].copy_from_slice(&0x7E01u16.to_le_bytes());
-        }
-        let mut wi = w.clone();
-        interleave::interleave_q4_0(&mut wi, blocks).unwrap();
-        assert_ne!(wi, w, "interleaving moved nothing");
-        let mut back = vec![0u8; w.len()];
-        interleave::deinterleave_rows(&wi, blocks, 0..n_w, &mut back);
-        assert_eq!(back, w, "round trip, {n_w} rows of {blocks} blocks");
-        let mut mid = vec![0u8; 3 * blocks * 18];
-        interleave::deinterleave_rows(&wi, blocks, 1..4, &mut mid);
-        assert_eq!(mid, w[blocks * 18..4 * blocks * 18], "rows 1..4");
+/// `out[r·n_w + o] = w_o · x_r` in the file's layout, one scalar dot per output: the oracle of
+/// the interleaved kernels.
+fn file_layout_gemm(dtype: DType, w: &[u8], act: &Q8Act, n_w: usize) -> Vec<f32> {
+    let row = w.len() / n_w;
+    let dot = match dtype {
+        DType::Q4_0 => scalar::vec_dot_q4_0_q8_0,
+        _ => scalar::vec_dot_q5_0_q8_0,
+    };
+    (0..act.rows())
+        .flat_map(|r| (0..n_w).map(move |o| (r, o)))
+        .map(|(r, o)| dot(&w[o * row..(o + 1) * row], act.q8_row(r)))
+        .collect()
+}
 
-        let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 4.0 - 2.0).collect();
-        let mut act = Q8Act::default();
-        act.prepare(&x, n_in).unwrap();
-        let mut want = vec![0.0f32; n_w * rows];
-        scalar::gemm_q4_0_q8_0(&w, &act, &mut want);
-        for (name, gemm) in [
-            (
-                "this build",
-                kernels::gemm_q4_0x4_q8_0 as fn(&[u8], &Q8Act, &mut [f32]),
-            ),
-            ("scalar twin", scalar::gemm_q4_0x4_q8_0),
+#[test]
+fn interleaved_q4_0_and_q5_0_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
+    type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
+    let mut rng = Rng::new(29);
+    for (dtype, fast, twin) in [
+        (
+            DType::Q4_0,
+            kernels::gemm_q4_0x4_q8_0 as Gemm,
+            scalar::gemm_q4_0x4_q8_0 as Gemm,
+        ),
+        (
+            DType::Q5_0,
+            kernels::gemm_q5_0x4_q8_0,
+            scalar::gemm_q5_0x4_q8_0,
+        ),
+    ] {
+        let bb = dtype.block_bytes();
+        for (rows, blocks, n_w) in [
+            (1, 20, 8),
+            (1, 7, 4),
+            (2, 3, 12),
+            (3, 5, 8),
+            (4, 20, 4),
+            (7, 1, 8),
+            (9, 6, 16),
         ] {
-            let mut got = vec![0.0f32; n_w * rows];
-            gemm(&wi, &act, &mut got);
-            for (i, (p, q)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(
-                    canonical_bits(*p),
-                    canonical_bits(*q),
-                    "{name}: rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
-                );
+            let n_in = blocks * 32;
+            let mut w = match dtype {
+                DType::Q4_0 => random_blocks(&mut rng, n_w * blocks, bb),
+                _ => random_mix_blocks(&mut rng, dtype, n_w * blocks),
+            };
+            if rows == 3 || rows == 9 {
+                // An infinite and a NaN weight scale: the kernel falls back to the scalar dots.
+                w[bb * (blocks + 1)..][..2].copy_from_slice(&0x7C00u16.to_le_bytes());
+                w[bb * (3 * blocks)..][..2].copy_from_slice(&0x7E01u16.to_le_bytes());
+            }
+            let mut wi = w.clone();
+            interleave::interleave(dtype, &mut wi, blocks).unwrap();
+            assert_ne!(wi, w, "interleaving moved nothing");
+            let mut back = vec![0u8; w.len()];
+            interleave::deinterleave_rows(dtype, &wi, blocks, 0..n_w, &mut back);
+            assert_eq!(back, w, "{dtype} round trip, {n_w} rows of {blocks} blocks");
+            let mut mid = vec![0u8; 3 * blocks * bb];
+            interleave::deinterleave_rows(dtype, &wi, blocks, 1..4, &mut mid);
+            assert_eq!(mid, w[blocks * bb..4 * blocks * bb], "{dtype} rows 1..4");
+
+            let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 4.0 - 2.0).collect();
+            let mut act = Q8Act::default();
+            act.prepare(&x, n_in).unwrap();
+            let want = file_layout_gemm(dtype, &w, &act, n_w);
+            for (name, gemm) in [("this build", fast), ("scalar twin", twin)] {
+                let mut got = vec![0.0f32; n_w * rows];
+                gemm(&wi, &act, &mut got);
+                for (i, (p, q)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        canonical_bits(*p),
+                        canonical_bits(*q),
+                        "{dtype} {name}: rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
+                    );
+                }
             }
         }
+        // Not whole groups: a typed error, nothing moved.
+        let mut odd = random_blocks(&mut rng, 6, bb);
+        let before = odd.clone();
+        assert!(interleave::interleave(dtype, &mut odd, 2).is_err());
+        assert_eq!(odd, before);
     }
-    // Not whole groups: a typed error, nothing moved.
-    let mut odd = random_blocks(&mut rng, 6, 18);
-    let before = odd.clone();
-    assert!(interleave::interleave_q4_0(&mut odd, 2).is_err());
-    assert_eq!(odd, before);
+    // A format without a ×4 layout: a typed error.
+    let mut q8 = random_blocks(&mut rng, 8, DType::Q8_0.block_bytes());
+    assert!(interleave::interleave(DType::Q8_0, &mut q8, 2).is_err());
 }
 
 #[test]

@@ -46,10 +46,10 @@ impl Model {
         Model::load_with_layout(bytes, crate::quant::interleave::ENABLED)
     }
 
-    /// [`Model::load`] with the Q4_0 layout chosen by the caller rather than the build:
-    /// `interleave` rearranges the Q4_0 matrices four rows at a time (`quant::interleave`, what
-    /// relaxed-SIMD builds do), which every build runs (the others on the scalar kernel) with
-    /// the same bits. For tests and benchmarks.
+    /// [`Model::load`] with the weights' layout chosen by the caller rather than the build:
+    /// `interleave` rearranges the Q4_0 and Q5_0 matrices four rows at a time
+    /// (`quant::interleave`, what relaxed-SIMD builds do), which every build runs (the others on
+    /// the scalar kernels) with the same bits. For tests and benchmarks.
     pub fn load_with_layout(mut bytes: Vec<u8>, interleave: bool) -> Result<Model> {
         let mut gguf = GgufFile::parse(&bytes)?;
         let config = Config::from_gguf(&gguf)?;

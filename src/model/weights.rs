@@ -19,9 +19,10 @@ use half::{bf16, f16};
 pub enum Linear {
     /// Block-quantized with a fused kernel: a view into the file.
     Quant(Tensor),
-    /// Q4_0 interleaved four rows at a time at load (relaxed-SIMD builds, see
+    /// Q4_0 or Q5_0 interleaved four rows at a time at load (relaxed-SIMD builds, see
     /// `quant::interleave`): a view into the file, `out` a multiple of four.
     Interleaved {
+        dtype: DType,
         bytes: Bytes,
         out: usize,
         inp: usize,
@@ -66,8 +67,13 @@ impl Linear {
     fn qweight(&self) -> Result<Option<QWeight<'_>>> {
         Ok(match self {
             Linear::Quant(t) => Some(QWeight::try_from(t)?),
-            Linear::Interleaved { bytes, out, inp } => Some(QWeight {
-                dtype: DType::Q4_0,
+            Linear::Interleaved {
+                dtype,
+                bytes,
+                out,
+                inp,
+            } => Some(QWeight {
+                dtype: *dtype,
                 bytes,
                 rows: *out,
                 cols: *inp,
@@ -159,10 +165,10 @@ impl Linear {
                 let bytes = w.quantized_bytes()?;
                 quant::dequantize_row(w.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], out)
             }
-            Linear::Interleaved { bytes, .. } => {
-                let mut row = crate::storage::try_vec(DType::Q4_0.storage_bytes(cols)?, 0u8)?;
-                interleave::deinterleave_rows(bytes, cols / QK4_0, r..r + 1, &mut row);
-                quant::dequantize_row(DType::Q4_0, &row, out)
+            Linear::Interleaved { dtype, bytes, .. } => {
+                let mut row = crate::storage::try_vec(dtype.storage_bytes(cols)?, 0u8)?;
+                interleave::deinterleave_rows(*dtype, bytes, cols / QK4_0, r..r + 1, &mut row);
+                quant::dequantize_row(*dtype, &row, out)
             }
             Linear::Dense { w, .. } => {
                 if rows.checked_mul(cols) != Some(w.len()) {
@@ -218,8 +224,9 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Interleaves in place every Q4_0 matrix of `file` whose rows come in whole groups of four
-    /// (`quant::interleave`), and returns their data offsets, sorted, for [`Weights::load`].
+    /// Interleaves in place every Q4_0 and Q5_0 matrix of `file` whose rows come in whole groups
+    /// of four (`quant::interleave`), and returns their data offsets, sorted, for
+    /// [`Weights::load`].
     /// Tensors whose bytes overlap another's stay as they are.
     pub fn interleave(file: &mut [u8], g: &GgufFile) -> Result<Vec<usize>> {
         let mut done = Vec::new();
@@ -238,10 +245,10 @@ impl Weights {
                 [c, r] => (c, r),
                 _ => continue,
             };
-            let row = DType::Q4_0.storage_bytes(cols).ok();
+            let row = t.dtype.storage_bytes(cols).ok();
             let whole = row.and_then(|r| r.checked_mul(rows)) == Some(t.nbytes);
             if !alone
-                || t.dtype != DType::Q4_0
+                || !interleave::supports(t.dtype)
                 || !whole
                 || rows == 0
                 || rows % interleave::GROUP != 0
@@ -249,7 +256,7 @@ impl Weights {
                 continue;
             }
             if let Some(bytes) = file.get_mut(start..end) {
-                interleave::interleave_q4_0(bytes, cols / QK4_0)?;
+                interleave::interleave(t.dtype, bytes, cols / QK4_0)?;
                 crate::storage::try_reserve(&mut done, 1)?;
                 done.push(start);
             }
@@ -258,7 +265,7 @@ impl Weights {
     }
 
     /// The weights of `g`, views of `file` where they stay quantized; `interleaved` lists the
-    /// data offsets of the Q4_0 matrices [`Weights::interleave`] rearranged.
+    /// data offsets of the matrices [`Weights::interleave`] rearranged.
     pub fn load(
         cfg: &Config,
         g: &GgufFile,
@@ -371,7 +378,7 @@ where
 struct Loader<'a> {
     g: &'a GgufFile,
     file: &'a Arc<Vec<u8>>,
-    /// Data offsets of the interleaved Q4_0 matrices, sorted.
+    /// Data offsets of the interleaved matrices, sorted.
     interleaved: &'a [usize],
 }
 
@@ -498,12 +505,18 @@ impl Loader<'_> {
         }
         let g = interleave::GROUP;
         if start % g == 0 && out % g == 0 {
-            return Ok(Linear::Interleaved { bytes, out, inp });
+            return Ok(Linear::Interleaved {
+                dtype: info.dtype,
+                bytes,
+                out,
+                inp,
+            });
         }
         // Rows that split a group (no model cuts its fused tensors so): back to the file's layout.
         let matrix = self.g.tensor_bytes(self.file, info)?;
         let mut rows = crate::storage::try_vec(span(out)?, 0u8)?;
-        interleave::deinterleave_rows(matrix, inp / QK4_0, start..start + out, &mut rows);
+        let nb = inp / QK4_0;
+        interleave::deinterleave_rows(info.dtype, matrix, nb, start..start + out, &mut rows);
         Ok(Linear::Quant(Tensor::from_quantized_bytes(
             info.dtype,
             Bytes::from(rows),

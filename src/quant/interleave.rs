@@ -1,5 +1,5 @@
-//! Q4_0 rows interleaved four at a time ("Q4_0×4"): the layout relaxed-SIMD builds put a
-//! model's Q4_0 matrices in at load, in place.
+//! Q4_0 and Q5_0 rows interleaved four at a time ("×4"): the layout relaxed-SIMD builds put a
+//! model's Q4_0 and Q5_0 matrices in at load, in place.
 //!
 //! A relaxed `i8×i7` dot multiplies bytes pairwise and sums neighbours within each lane. If the
 //! bytes of lane `i` come from weight row `i` and the activation's four bytes are splat over all
@@ -9,10 +9,14 @@
 //! 106 tok/s.) ggml's `q4_0_4x4` repack is the native analogue.
 //!
 //! Layout: rows `4g..4g + 4` form group `g`, which takes the same bytes as those four rows did
-//! (`4 · nb · 18`). For each block `b` of the group, 72 bytes:
+//! (`4 · nb · block_bytes`). For each block `b` of the group:
 //! - `d[4]`: the four rows' f16 scales, row order;
 //! - `v[4][16]`: `v[k][4i + m] = qs_i[4k + m]`, the quant bytes of row `i`, four at a time. A
-//!   byte keeps Q4_0's nibble pair: low nibble element `j`, high nibble element `j + 16`.
+//!   byte keeps the nibble pair: low nibble element `j`, high nibble element `j + 16`;
+//! - Q5_0 only, `h[4]`: per `k` two little-endian u16 masks of the fifth bits of `v[k]`'s
+//!   lanes, bit `4i + m` of the first being bit `4k + m` of row `i`'s `qh` (the low nibbles'
+//!   elements) and of the second bit `16 + 4k + m` (the high nibbles'), so the kernel spreads
+//!   each mask over sixteen bytes with one shuffle.
 //!
 //! The kernels keep the canonical f32 order per output (block `b` into accumulator `b % 4`), so
 //! an interleaved matrix gives the same bits as its rows in the file's layout.
@@ -25,68 +29,135 @@ use std::ops::Range;
 /// Rows per group.
 pub const GROUP: usize = 4;
 
-/// Bytes of one block of a group (four scales, four rows' quants).
-pub const GROUP_BLOCK: usize = GROUP * Q4_BYTES;
+/// Offset of the quant bytes `v` in a group block (after the four scales).
+pub const QS: usize = 2 * GROUP;
 
-const Q4_BYTES: usize = DType::Q4_0.block_bytes();
+/// Offset of the Q5_0 fifth-bit masks `h` in a group block (after `v`).
+pub const Q5_HIGH: usize = QS + 64;
 
-/// Whether this build interleaves Q4_0 matrices at load: relaxed-SIMD builds, whose dot reads
-/// the layout directly. Elsewhere the layout only exists in tests.
+/// Whether this build interleaves Q4_0 and Q5_0 matrices at load: relaxed-SIMD builds, whose
+/// dots read the layout directly. Elsewhere the layout only exists in tests.
 pub const ENABLED: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
-/// Interleaves `rows` (whole Q4_0 rows of `nb` blocks each, a multiple of [`GROUP`] of them) in
-/// place. Errors when the length is not whole groups or the four-row buffer cannot be had.
-pub fn interleave_q4_0(rows: &mut [u8], nb: usize) -> Result<()> {
-    let group = check_groups(rows.len(), nb)?;
+/// Whether `dtype` has a ×4 layout.
+pub fn supports(dtype: DType) -> bool {
+    matches!(dtype, DType::Q4_0 | DType::Q5_0)
+}
+
+/// Bytes of one block of a group of `dtype` rows (four rows' blocks).
+pub const fn group_block(dtype: DType) -> usize {
+    GROUP * dtype.block_bytes()
+}
+
+/// Interleaves `rows` (whole `dtype` rows of `nb` blocks each, a multiple of [`GROUP`] of them)
+/// in place. Errors when `dtype` has no ×4 layout, the length is not whole groups, or the
+/// four-row buffer cannot be had.
+pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<()> {
+    let group = check_groups(dtype, rows.len(), nb)?;
     let mut tmp = try_vec(group, 0u8)?;
-    let row = nb * Q4_BYTES;
+    let (bb, row) = (dtype.block_bytes(), nb * dtype.block_bytes());
     for g in rows.chunks_exact_mut(group) {
         tmp.copy_from_slice(g);
-        for (b, out) in g.chunks_exact_mut(GROUP_BLOCK).enumerate() {
-            for i in 0..GROUP {
-                let src = &tmp[i * row + b * Q4_BYTES..][..Q4_BYTES];
-                out[2 * i..2 * i + 2].copy_from_slice(&src[..2]);
-                for k in 0..4 {
-                    let at = 2 * GROUP + 16 * k + 4 * i;
-                    out[at..at + 4].copy_from_slice(&src[2 + 4 * k..2 + 4 * k + 4]);
-                }
-            }
+        for (b, out) in g.chunks_exact_mut(GROUP * bb).enumerate() {
+            let src: [&[u8]; GROUP] = core::array::from_fn(|i| &tmp[i * row + b * bb..][..bb]);
+            pack_block(dtype, src, out);
         }
     }
     Ok(())
 }
 
-/// Rows `rows` of an interleaved `matrix` (from its first group) of `nb`-block rows, in the
-/// file's layout, into `out` (`rows.len() · nb · 18` bytes). Rows past the matrix are left.
-pub fn deinterleave_rows(matrix: &[u8], nb: usize, rows: Range<usize>, out: &mut [u8]) {
-    let group = nb * GROUP_BLOCK;
-    for (r, dst) in rows.zip(out.chunks_exact_mut(nb * Q4_BYTES)) {
+/// Rows `rows` of an interleaved `dtype` `matrix` (from its first group) of `nb`-block rows, in
+/// the file's layout, into `out` (`rows.len() · nb · block_bytes` bytes). Rows past the matrix
+/// are left.
+pub fn deinterleave_rows(
+    dtype: DType,
+    matrix: &[u8],
+    nb: usize,
+    rows: Range<usize>,
+    out: &mut [u8],
+) {
+    let (bb, gb) = (dtype.block_bytes(), group_block(dtype));
+    let group = nb * gb;
+    for (r, dst) in rows.zip(out.chunks_exact_mut(nb * bb)) {
         let Some(g) = matrix.get(r / GROUP * group..(r / GROUP + 1) * group) else {
             return;
         };
-        let lane = r % GROUP;
-        for (blk, dst) in g
-            .chunks_exact(GROUP_BLOCK)
-            .zip(dst.chunks_exact_mut(Q4_BYTES))
-        {
-            dst[..2].copy_from_slice(&blk[2 * lane..2 * lane + 2]);
-            for k in 0..4 {
-                let at = 2 * GROUP + 16 * k + 4 * lane;
-                dst[2 + 4 * k..2 + 4 * k + 4].copy_from_slice(&blk[at..at + 4]);
+        for (blk, dst) in g.chunks_exact(gb).zip(dst.chunks_exact_mut(bb)) {
+            unpack_block(dtype, blk, r % GROUP, dst);
+        }
+    }
+}
+
+/// Offset of the quant bytes in a file-layout block: after `d`, and for Q5_0 `qh`.
+fn qs_in_block(dtype: DType) -> usize {
+    if dtype == DType::Q5_0 {
+        6
+    } else {
+        2
+    }
+}
+
+/// One group block `out` from the same block of four rows in the file's layout.
+fn pack_block(dtype: DType, src: [&[u8]; GROUP], out: &mut [u8]) {
+    let qs = qs_in_block(dtype);
+    for (i, s) in src.iter().enumerate() {
+        out[2 * i..2 * i + 2].copy_from_slice(&s[..2]);
+        for k in 0..4 {
+            let at = QS + 16 * k + 4 * i;
+            out[at..at + 4].copy_from_slice(&s[qs + 4 * k..qs + 4 * k + 4]);
+        }
+    }
+    if dtype == DType::Q5_0 {
+        let qh = src.map(|s| u32::from_le_bytes([s[2], s[3], s[4], s[5]]));
+        for k in 0..4 {
+            for (half, shift) in [(0, 4 * k), (1, 16 + 4 * k)] {
+                let mut mask = 0u16;
+                for (i, h) in qh.iter().enumerate() {
+                    mask |= (((h >> shift) & 0xF) as u16) << (4 * i);
+                }
+                let at = Q5_HIGH + 4 * k + 2 * half;
+                out[at..at + 2].copy_from_slice(&mask.to_le_bytes());
             }
         }
     }
 }
 
-/// Bytes per group of `nb`-block rows, when `len` is a whole number of groups.
-fn check_groups(len: usize, nb: usize) -> Result<usize> {
+/// Row `lane`'s block in the file's layout, from one group block.
+fn unpack_block(dtype: DType, blk: &[u8], lane: usize, dst: &mut [u8]) {
+    let qs = qs_in_block(dtype);
+    dst[..2].copy_from_slice(&blk[2 * lane..2 * lane + 2]);
+    for k in 0..4 {
+        let at = QS + 16 * k + 4 * lane;
+        dst[qs + 4 * k..qs + 4 * k + 4].copy_from_slice(&blk[at..at + 4]);
+    }
+    if dtype == DType::Q5_0 {
+        let mut qh = 0u32;
+        for k in 0..4 {
+            for (half, shift) in [(0, 4 * k), (1, 16 + 4 * k)] {
+                let at = Q5_HIGH + 4 * k + 2 * half;
+                let mask = u16::from_le_bytes([blk[at], blk[at + 1]]);
+                qh |= (((mask >> (4 * lane)) & 0xF) as u32) << shift;
+            }
+        }
+        dst[2..6].copy_from_slice(&qh.to_le_bytes());
+    }
+}
+
+/// Bytes per group of `nb`-block `dtype` rows, when `len` is a whole number of groups.
+fn check_groups(dtype: DType, len: usize, nb: usize) -> Result<usize> {
+    if !supports(dtype) {
+        return Err(Error::UnsupportedDType {
+            op: "interleave",
+            dtype,
+        });
+    }
     let group = nb
-        .checked_mul(GROUP_BLOCK)
-        .ok_or_else(|| Error::overflow("Q4_0×4 group", &[nb, GROUP_BLOCK]))?;
+        .checked_mul(group_block(dtype))
+        .ok_or_else(|| Error::overflow("×4 group", &[nb, group_block(dtype)]))?;
     if group == 0 || len % group != 0 {
         return Err(Error::shape(
-            "interleave_q4_0",
-            format!("whole groups of {GROUP} rows of {nb} Q4_0 blocks"),
+            "interleave",
+            format!("whole groups of {GROUP} rows of {nb} {dtype} blocks"),
             format!("{len} bytes"),
         ));
     }

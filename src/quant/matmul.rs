@@ -117,7 +117,7 @@ pub fn matmul_many(
 }
 
 /// A quantized weight matrix `[rows, cols]` as the matmul reads it: a tensor's bytes, or a
-/// model's Q4_0 matrix interleaved at load (`interleaved`, see `interleave.rs`).
+/// model's Q4_0 or Q5_0 matrix interleaved at load (`interleaved`, see `interleave.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct QWeight<'a> {
     pub dtype: DType,
@@ -159,11 +159,12 @@ impl<'a> TryFrom<&'a Tensor> for QWeight<'a> {
 
 impl QWeight<'_> {
     /// Bytes per row, once the bytes are checked to be exactly `rows` of them (the kernels read
-    /// through raw pointers) and an interleaved matrix to be whole Q4_0 groups.
+    /// through raw pointers) and an interleaved matrix to be whole groups of a ×4 format.
     fn row_bytes(&self) -> Result<usize> {
         let w_row = self.dtype.storage_bytes(self.cols)?;
         let groups_ok = !self.interleaved
-            || (self.dtype == DType::Q4_0 && self.rows % super::interleave::GROUP == 0);
+            || (super::interleave::supports(self.dtype)
+                && self.rows % super::interleave::GROUP == 0);
         if self.rows.checked_mul(w_row) != Some(self.bytes.len()) || !groups_ok {
             return Err(Error::shape(
                 OP,
@@ -238,7 +239,7 @@ struct Job<'a> {
     /// Bytes per weight row.
     w_row: usize,
     dtype: DType,
-    /// Q4_0 rows interleaved four at a time (`interleave.rs`).
+    /// Rows interleaved four at a time (`interleave.rs`).
     interleaved: bool,
     dot: fn(&[u8], &[u8]) -> f32,
 }
@@ -312,6 +313,9 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
     match (job.dtype, acts) {
         (DType::Q4_0, Acts::Q8_0(act)) if job.interleaved => {
             return kernels::gemm_q4_0x4_q8_0(w, act, block)
+        }
+        (DType::Q5_0, Acts::Q8_0(act)) if job.interleaved => {
+            return kernels::gemm_q5_0x4_q8_0(w, act, block)
         }
         (DType::Q4_0, Acts::Q8_0(act)) => return kernels::gemm_q4_0_q8_0(w, act, block),
         (DType::Q8_0, Acts::Q8_0(act)) => return kernels::gemm_q8_0_q8_0(w, act, block),

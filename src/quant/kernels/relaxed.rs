@@ -11,8 +11,9 @@ use super::simd128::{
     dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16,
     q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
+use crate::dtype::DType;
 use crate::quant::act::Q8Act;
-use crate::quant::interleave::{deinterleave_rows, GROUP, GROUP_BLOCK};
+use crate::quant::interleave::{deinterleave_rows, group_block, GROUP, Q5_HIGH, QS};
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -148,12 +149,122 @@ impl I8Dot for Split {
 /// so the group's four sums build up in the four lanes; four activation rows at a time share each
 /// unpacked weight vector.
 pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_x4::<Q4_0x4>(w, act, out)
+}
+
+/// [`gemm_q4_0x4_q8_0`] for Q5_0×4 weights (see `scalar::gemm_q5_0x4_q8_0`, same bits): the
+/// fifth bits are spread from the layout's masks onto the nibbles, so the relaxed dots take
+/// unsigned 5-bit quants.
+pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_x4::<Q5_0x4>(w, act, out)
+}
+
+/// A ×4 layout and its group-block integer sums.
+trait X4 {
+    const DTYPE: DType;
+    /// The quants' offset `o` (stored unsigned: `Σ (u − o)·x = Σ u·x − o·Σx`) over eight, the
+    /// multiple of `Q8Act::sx8` (`8·Σx`) to subtract.
+    const SX8_TIMES: i32;
+    /// `Σ u·x` of one group block's four rows (lane = row) against the 32 quants at each of `x`.
+    ///
+    /// # Safety
+    /// `blk` must point at one whole group block and each `x` at 32 readable bytes.
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N];
+    /// The scalar dot of one row in the file's layout (a broken file's fallback).
+    fn row_dot(w: &[u8], x: &[u8]) -> f32;
+}
+
+struct Q4_0x4;
+struct Q5_0x4;
+
+impl X4 for Q4_0x4 {
+    const DTYPE: DType = DType::Q4_0;
+    const SX8_TIMES: i32 = 1;
+
+    /// The 64 quant bytes as four vectors, each unpacked once for all `N` rows. Each
+    /// `dot16_relaxed` pairs two products into an i16 lane (|pair| ≤ 2·128·15), so the eight of a
+    /// block add up in i16 (≤ 30720) and widen once: i16 lanes `2i, 2i + 1` are row `i`.
+    #[inline(always)]
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
+        let mask = u8x16_splat(0x0F);
+        let mut acc = [i16x8_splat(0); N];
+        for k in 0..4 {
+            let v = v128_load(blk.add(QS + 16 * k) as *const v128);
+            let (lo, hi) = (v128_and(v, mask), v128_and(u16x8_shr(v, 4), mask));
+            for (i, a) in acc.iter_mut().enumerate() {
+                let d = pair_dots(x[i].add(4 * k), lo, hi);
+                *a = if k == 0 { d } else { i16x8_add(*a, d) };
+            }
+        }
+        acc.map(|v| i32x4_extadd_pairwise_i16x8(v))
+    }
+
+    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
+        super::scalar::vec_dot_q4_0_q8_0(w, x)
+    }
+}
+
+impl X4 for Q5_0x4 {
+    const DTYPE: DType = DType::Q5_0;
+    const SX8_TIMES: i32 = 2;
+
+    /// As Q4_0's, with each nibble vector given its fifth bits: the chunk's two u16 masks,
+    /// spread one byte over eight lanes, picked out per lane by its bit and turned into 16. The
+    /// pairs now reach 2·128·31, so the i16 sums widen every two chunks (≤ 31744).
+    #[inline(always)]
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
+        let mask = u8x16_splat(0x0F);
+        let bits = u64x2_splat(0x8040_2010_0804_0201);
+        let fifth = |m: v128, sel: v128| {
+            let spread = i8x16_swizzle(m, sel);
+            v128_and(i8x16_eq(v128_and(spread, bits), bits), u8x16_splat(16))
+        };
+        let sel_lo = u8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        let sel_hi = u8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+        let mut acc = [i16x8_splat(0); N];
+        let mut sum = [i32x4_splat(0); N];
+        for k in 0..4 {
+            let v = v128_load(blk.add(QS + 16 * k) as *const v128);
+            let m = v128_load32_splat(blk.add(Q5_HIGH + 4 * k) as *const u32);
+            let lo = v128_or(v128_and(v, mask), fifth(m, sel_lo));
+            let hi = v128_or(v128_and(u16x8_shr(v, 4), mask), fifth(m, sel_hi));
+            for (i, a) in acc.iter_mut().enumerate() {
+                let d = pair_dots(x[i].add(4 * k), lo, hi);
+                *a = if k % 2 == 0 { d } else { i16x8_add(*a, d) };
+                if k % 2 == 1 {
+                    sum[i] = i32x4_add(sum[i], i32x4_extadd_pairwise_i16x8(*a));
+                }
+            }
+        }
+        sum
+    }
+
+    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
+        crate::quant::legacy::vec_dot_q5_0_q8_0(w, x)
+    }
+}
+
+/// The i16 pair sums of chunk `k`'s low and high quants (`lo`, `hi`: four bytes of each row)
+/// against the activation words at `xk` (elements `4k..`) and `xk + 16` (elements `16 + 4k..`),
+/// each splat over the lanes.
+///
+/// # Safety
+/// `xk` must point at 20 readable bytes.
+#[inline(always)]
+unsafe fn pair_dots(xk: *const u8, lo: v128, hi: v128) -> v128 {
+    let xl = v128_load32_splat(xk as *const u32);
+    let xh = v128_load32_splat(xk.add(16) as *const u32);
+    i16x8_add(dot16_relaxed(xl, lo), dot16_relaxed(xh, hi))
+}
+
+/// The ×4 matmul of format `F` (see [`gemm_q4_0x4_q8_0`]).
+fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
         out.fill(0.0);
         return;
     }
-    let group = nb * GROUP_BLOCK;
+    let group = nb * group_block(F::DTYPE);
     let stride = out.len() / rows;
     let groups = (stride / GROUP).min(w.len() / group);
     for g in 0..groups {
@@ -161,14 +272,14 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         let mut r = 0;
         while r + 4 <= rows {
             // SAFETY: `wg` is one whole group of `nb` blocks and rows `r..r + 4` exist in `act`.
-            let sums = unsafe { group_rows::<4>(wg.as_ptr(), nb, act, r) };
-            store_group(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
+            let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, act, r) };
+            store_group::<F, 4>(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
             r += 4;
         }
         while r < rows {
             // SAFETY: as above, for row `r`.
-            let sums = unsafe { group_rows::<1>(wg.as_ptr(), nb, act, r) };
-            store_group(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
+            let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, act, r) };
+            store_group::<F, 1>(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
             r += 1;
         }
     }
@@ -177,7 +288,7 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 /// Writes a group's four outputs for activation rows `r0..r0 + N` (row `r` at `out[(r0 + r) ·
 /// stride..]`), or, when a scale was inf/NaN (`None`: a broken file), the scalar dots of the
 /// group's rows in the file's layout.
-fn store_group<const N: usize>(
+fn store_group<F: X4, const N: usize>(
     sums: Option<[v128; N]>,
     wg: &[u8],
     nb: usize,
@@ -191,12 +302,12 @@ fn store_group<const N: usize>(
         match sums {
             Some(s) => o.copy_from_slice(&super::simd128::f32_lanes(s[r])),
             None => {
-                let Ok(mut row) = crate::storage::try_vec(nb * Q4_BYTES, 0u8) else {
+                let Ok(mut row) = crate::storage::try_vec(nb * F::DTYPE.block_bytes(), 0u8) else {
                     return o.fill(f32::NAN);
                 };
                 for (lane, v) in o.iter_mut().enumerate() {
-                    deinterleave_rows(wg, nb, lane..lane + 1, &mut row);
-                    *v = super::scalar::vec_dot_q4_0_q8_0(&row, act.q8_row(r0 + r));
+                    deinterleave_rows(F::DTYPE, wg, nb, lane..lane + 1, &mut row);
+                    *v = F::row_dot(&row, act.q8_row(r0 + r));
                 }
             }
         }
@@ -209,7 +320,7 @@ fn store_group<const N: usize>(
 /// # Safety
 /// `wg` must point at one group of `nb` blocks and rows `r0..r0 + N` must exist in `act`.
 #[inline(always)]
-unsafe fn group_rows<const N: usize>(
+unsafe fn group_rows<F: X4, const N: usize>(
     wg: *const u8,
     nb: usize,
     act: &Q8Act,
@@ -221,46 +332,22 @@ unsafe fn group_rows<const N: usize>(
     let sx8: [*const i32; N] = core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb));
     let mut special = i32x4_splat(0);
     let sums = accumulate_blocks4_n::<N>(nb, |b, acc| {
-        let blk = wg.add(b * GROUP_BLOCK);
+        let blk = wg.add(b * group_block(F::DTYPE));
         // The four rows' f16 scales, each moved into the high half of its i32 lane.
         let h = i16x8_shuffle::<8, 0, 8, 1, 8, 2, 8, 3>(
             v128_load64_zero(blk as *const u64),
             i16x8_splat(0),
         );
         let dw = f16_high_to_f32(h, &mut special);
-        let isum = group_block_isum::<N>(blk.add(2 * GROUP), x.map(|p| p.add(b * Q8_BYTES + 2)));
+        let isum = F::isum::<N>(blk, x.map(|p| p.add(b * Q8_BYTES + 2)));
         core::array::from_fn(|i| {
-            let isum = i32x4_sub(isum[i], i32x4_splat(*sx8[i].add(b)));
+            let offset = i32x4_splat(*sx8[i].add(b) * F::SX8_TIMES);
+            let isum = i32x4_sub(isum[i], offset);
             let scale = f32x4_mul(dw, f32x4_splat(*dx[i].add(b)));
             f32x4_add(acc[i], f32x4_mul(scale, f32x4_convert_i32x4(isum)))
         })
     });
     (!v128_any_true(special)).then_some(sums)
-}
-
-/// `Σ nibble·x` of one group block's four rows (lane = row) against the 32 quants at each of
-/// `x`: the 64 quant bytes `qs` as four vectors, each unpacked once for all `N` rows. Each
-/// `dot16_relaxed` pairs two products into an i16 lane (|pair| ≤ 2·128·15), so the eight of a
-/// block add up in i16 (≤ 30720) and widen once: i16 lanes `2i, 2i + 1` are row `i`.
-///
-/// # Safety
-/// `qs` must point at 64 readable bytes and each `x` at 32.
-#[inline(always)]
-unsafe fn group_block_isum<const N: usize>(qs: *const u8, x: [*const u8; N]) -> [v128; N] {
-    let mask = u8x16_splat(0x0F);
-    let mut acc = [i16x8_splat(0); N];
-    for k in 0..4 {
-        let v = v128_load(qs.add(16 * k) as *const v128);
-        let lo = v128_and(v, mask);
-        let hi = v128_and(u16x8_shr(v, 4), mask);
-        for i in 0..N {
-            let xl = v128_load32_splat(x[i].add(4 * k) as *const u32);
-            let xh = v128_load32_splat(x[i].add(16 + 4 * k) as *const u32);
-            let d = i16x8_add(dot16_relaxed(xl, lo), dot16_relaxed(xh, hi));
-            acc[i] = if k == 0 { d } else { i16x8_add(acc[i], d) };
-        }
-    }
-    acc.map(|v| i32x4_extadd_pairwise_i16x8(v))
 }
 
 /// `simd128::accumulate_blocks4` for `N` accumulators at once: block `b` into set `b % 4`, the

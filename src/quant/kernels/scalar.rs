@@ -84,7 +84,8 @@ pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 /// Each output is its row's `vec_dot_q4_0_q8_0` (same integers, same order), so the bits are
 /// those of the file's layout; the reference for the relaxed-SIMD version.
 pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
-    use crate::quant::interleave::{GROUP, GROUP_BLOCK};
+    use crate::quant::interleave::{group_block, GROUP};
+    const GROUP_BLOCK: usize = group_block(DType::Q4_0);
     let (rows, nb) = (act.rows().max(1), act.blocks());
     let n_w = out.len() / rows;
     for (g, wg) in w
@@ -110,6 +111,27 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
                     (read_f16(&blk[2 * lane..]) * read_f16(xb), isum)
                 });
                 out[r * n_w + g * GROUP + lane] = accumulate4(blocks);
+            }
+        }
+    }
+}
+
+/// [`gemm_q4_0x4_q8_0`] for Q5_0 weights interleaved four rows at a time: each group's rows
+/// back in the file's layout, then [`vec_dot_q5_0_q8_0`] (so the bits are the file layout's by
+/// construction); the reference for the relaxed-SIMD version.
+pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    use crate::quant::interleave::{deinterleave_rows, group_block, GROUP};
+    let (rows, nb) = (act.rows().max(1), act.blocks());
+    let n_w = out.len() / rows;
+    let Ok(mut row) = crate::storage::try_vec(nb * DType::Q5_0.block_bytes(), 0u8) else {
+        return out.fill(f32::NAN);
+    };
+    let group = (nb * group_block(DType::Q5_0)).max(1);
+    for (g, wg) in w.chunks_exact(group).take(n_w / GROUP).enumerate() {
+        for lane in 0..GROUP {
+            deinterleave_rows(DType::Q5_0, wg, nb, lane..lane + 1, &mut row);
+            for r in 0..rows {
+                out[r * n_w + g * GROUP + lane] = vec_dot_q5_0_q8_0(&row, act.q8_row(r));
             }
         }
     }
