@@ -9,9 +9,13 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
-step "cargo clippy (native and wasm32)"
+step "cargo clippy (native, wasm32 and wasm32 with relaxed SIMD)"
 cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q --all-targets --target wasm32-unknown-unknown -- -D warnings
+# The relaxed-SIMD kernels (quant/kernels/relaxed.rs) compile only in that build.
+CARGO_TARGET_DIR=target/relaxed \
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
+  cargo clippy -q --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 step "native cargo test (test profile: opt-level 2)"
 cargo test -q

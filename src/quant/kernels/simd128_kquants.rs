@@ -24,6 +24,8 @@ const Q6_K_BYTES: usize = DType::Q6_K.block_bytes();
 const Q8_K_BYTES: usize = DType::Q8_K.block_bytes();
 
 /// Eight i16 lanes, lane `i` = `a[i]·b[i] + a[i + 8]·b[i + 8]` over signed bytes (exact).
+/// Relaxed builds take the i8 × i7 dot instead (see [`dot16u`]).
+#[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 fn dot16(a: v128, b: v128) -> v128 {
     i16x8_add(i16x8_extmul_low_i8x16(a, b), i16x8_extmul_high_i8x16(a, b))
