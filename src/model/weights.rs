@@ -166,6 +166,12 @@ impl Linear {
                 quant::dequantize_row(w.dtype(), &bytes[r * row_bytes..(r + 1) * row_bytes], out)
             }
             Linear::Interleaved { dtype, bytes, .. } => {
+                if !interleave::supports(*dtype) {
+                    return Err(Error::UnsupportedDType {
+                        op: "Linear::row",
+                        dtype: *dtype,
+                    });
+                }
                 let mut row = crate::storage::try_vec(dtype.storage_bytes(cols)?, 0u8)?;
                 interleave::deinterleave_rows(*dtype, bytes, cols / QK4_0, r..r + 1, &mut row);
                 quant::dequantize_row(*dtype, &row, out)

@@ -68,7 +68,8 @@ pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<()> {
 
 /// Rows `rows` of an interleaved `dtype` `matrix` (from its first group) of `nb`-block rows, in
 /// the file's layout, into `out` (`rows.len() · nb · block_bytes` bytes). Rows past the matrix
-/// are left.
+/// are left, and so is all of `out` for a `dtype` without a ×4 layout (whose blocks may be
+/// shorter than the offsets read here).
 pub fn deinterleave_rows(
     dtype: DType,
     matrix: &[u8],
@@ -76,6 +77,9 @@ pub fn deinterleave_rows(
     rows: Range<usize>,
     out: &mut [u8],
 ) {
+    if !supports(dtype) {
+        return;
+    }
     let (bb, gb) = (dtype.block_bytes(), group_block(dtype));
     let group = nb * gb;
     for (r, dst) in rows.zip(out.chunks_exact_mut(nb * bb)) {

@@ -240,7 +240,7 @@ impl X4 for Q5_0x4 {
     }
 
     fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        crate::quant::legacy::vec_dot_q5_0_q8_0(w, x)
+        super::scalar::vec_dot_q5_0_q8_0(w, x)
     }
 }
 
