@@ -185,6 +185,16 @@ fn interleaved_q4_0_and_q5_0_round_trip_and_their_gemms_equal_the_file_layout_bi
         assert!(interleave::interleave(dtype, &mut odd, 2).is_err());
         assert_eq!(odd, before);
     }
+    // The Q5_0 bit planes by hand: row 2's fifth bit of element 17 (high nibble of v[0], lane
+    // 4·2 + 1) is plane 1 of byte 9; element 6 (low nibble of v[1], lane 4·2 + 2) plane 2 of
+    // byte 10.
+    let mut g = vec![0u8; 4 * DType::Q5_0.block_bytes()];
+    let qh = (1u32 << 17) | (1 << 6);
+    g[2 * 22 + 2..2 * 22 + 6].copy_from_slice(&qh.to_le_bytes());
+    interleave::interleave(DType::Q5_0, &mut g, 1).unwrap();
+    let mut planes = [0u8; 16];
+    (planes[9], planes[10]) = (1 << 1, 1 << 2);
+    assert_eq!(g[interleave::Q5_HIGH..], planes);
     // A format without a ×4 layout: a typed error, and nothing read back (an F32 "block" is
     // shorter than the offsets the layout reads: no panic).
     let mut q8 = random_blocks(&mut rng, 8, DType::Q8_0.block_bytes());

@@ -13,10 +13,11 @@
 //! - `d[4]`: the four rows' f16 scales, row order;
 //! - `v[4][16]`: `v[k][4i + m] = qs_i[4k + m]`, the quant bytes of row `i`, four at a time. A
 //!   byte keeps the nibble pair: low nibble element `j`, high nibble element `j + 16`;
-//! - Q5_0 only, `h[4]`: per `k` two little-endian u16 masks of the fifth bits of `v[k]`'s
-//!   lanes, bit `4i + m` of the first being bit `4k + m` of row `i`'s `qh` (the low nibbles'
-//!   elements) and of the second bit `16 + 4k + m` (the high nibbles'), so the kernel spreads
-//!   each mask over sixteen bytes with one shuffle.
+//! - Q5_0 only, `h[16]`: the fifth bits as bit planes over `v`'s lanes. Bit `2k + t` of byte
+//!   `4i + m` is the fifth bit of the element that lane's nibble in `v[k]` holds: `4k + m` of
+//!   row `i` for the low nibble (`t = 0`), `16 + 4k + m` for the high (`t = 1`). So one
+//!   16-bit shift and one mask put plane `2k + t`'s bits at value 16 in every byte, ready to
+//!   add to the nibbles.
 //!
 //! The kernels keep the canonical f32 order per output (block `b` into accumulator `b % 4`), so
 //! an interleaved matrix gives the same bits as its rows in the file's layout.
@@ -113,17 +114,19 @@ fn pack_block(dtype: DType, src: [&[u8]; GROUP], out: &mut [u8]) {
     }
     if dtype == DType::Q5_0 {
         let qh = src.map(|s| u32::from_le_bytes([s[2], s[3], s[4], s[5]]));
-        for k in 0..4 {
-            for (half, shift) in [(0, 4 * k), (1, 16 + 4 * k)] {
-                let mut mask = 0u16;
-                for (i, h) in qh.iter().enumerate() {
-                    mask |= (((h >> shift) & 0xF) as u16) << (4 * i);
-                }
-                let at = Q5_HIGH + 4 * k + 2 * half;
-                out[at..at + 2].copy_from_slice(&mask.to_le_bytes());
-            }
+        for (lane, byte) in out[Q5_HIGH..Q5_HIGH + 16].iter_mut().enumerate() {
+            let (h, m) = (qh[lane / 4], lane % 4);
+            *byte = (0..8).fold(0, |acc, plane| {
+                acc | ((((h >> fifth_bit(plane, m)) & 1) as u8) << plane)
+            });
         }
     }
+}
+
+/// Which bit of a row's `qh` bit plane `plane` holds in lane `4i + m` (see the module docs).
+fn fifth_bit(plane: usize, m: usize) -> usize {
+    let (k, high) = (plane / 2, plane % 2);
+    16 * high + 4 * k + m
 }
 
 /// Row `lane`'s block in the file's layout, from one group block.
@@ -136,11 +139,10 @@ fn unpack_block(dtype: DType, blk: &[u8], lane: usize, dst: &mut [u8]) {
     }
     if dtype == DType::Q5_0 {
         let mut qh = 0u32;
-        for k in 0..4 {
-            for (half, shift) in [(0, 4 * k), (1, 16 + 4 * k)] {
-                let at = Q5_HIGH + 4 * k + 2 * half;
-                let mask = u16::from_le_bytes([blk[at], blk[at + 1]]);
-                qh |= (((mask >> (4 * lane)) & 0xF) as u32) << shift;
+        for m in 0..4 {
+            let byte = blk[Q5_HIGH + 4 * lane + m];
+            for plane in 0..8 {
+                qh |= (((byte >> plane) & 1) as u32) << fifth_bit(plane, m);
             }
         }
         dst[2..6].copy_from_slice(&qh.to_le_bytes());

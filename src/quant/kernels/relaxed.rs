@@ -153,7 +153,7 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 }
 
 /// [`gemm_q4_0x4_q8_0`] for Q5_0×4 weights (see `scalar::gemm_q5_0x4_q8_0`, same bits): the
-/// fifth bits are spread from the layout's masks onto the nibbles, so the relaxed dots take
+/// fifth bits are taken from the layout's bit planes onto the nibbles, so the relaxed dots take
 /// unsigned 5-bit quants.
 pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_x4::<Q5_0x4>(w, act, out)
@@ -208,26 +208,28 @@ impl X4 for Q5_0x4 {
     const DTYPE: DType = DType::Q5_0;
     const SX8_TIMES: i32 = 2;
 
-    /// As Q4_0's, with each nibble vector given its fifth bits: the chunk's two u16 masks,
-    /// spread one byte over eight lanes, picked out per lane by its bit and turned into 16. The
-    /// pairs now reach 2·128·31, so the i16 sums widen every two chunks (≤ 31744).
+    /// As Q4_0's, with each nibble vector given its fifth bits from the block's bit planes: plane
+    /// `p` shifted to bit 4 of every byte (one 16-bit shift: the mask drops what crosses bytes),
+    /// masked to 16 and or-ed in. The pairs now reach 2·128·31, so the i16 sums widen every two
+    /// chunks (≤ 31744).
     #[inline(always)]
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
-        let mask = u8x16_splat(0x0F);
-        let bits = u64x2_splat(0x8040_2010_0804_0201);
-        let fifth = |m: v128, sel: v128| {
-            let spread = i8x16_swizzle(m, sel);
-            v128_and(i8x16_eq(v128_and(spread, bits), bits), u8x16_splat(16))
+        let (mask, sixteen) = (u8x16_splat(0x0F), u8x16_splat(16));
+        let planes = v128_load(blk.add(Q5_HIGH) as *const v128);
+        let fifth = |p: u32| {
+            let at_4 = match p {
+                0..=3 => u16x8_shl(planes, 4 - p),
+                4 => planes,
+                _ => u16x8_shr(planes, p - 4),
+            };
+            v128_and(at_4, sixteen)
         };
-        let sel_lo = u8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-        let sel_hi = u8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
         let mut acc = [i16x8_splat(0); N];
         let mut sum = [i32x4_splat(0); N];
         for k in 0..4 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
-            let m = v128_load32_splat(blk.add(Q5_HIGH + 4 * k) as *const u32);
-            let lo = v128_or(v128_and(v, mask), fifth(m, sel_lo));
-            let hi = v128_or(v128_and(u16x8_shr(v, 4), mask), fifth(m, sel_hi));
+            let lo = v128_or(v128_and(v, mask), fifth(2 * k as u32));
+            let hi = v128_or(v128_and(u16x8_shr(v, 4), mask), fifth(2 * k as u32 + 1));
             for (i, a) in acc.iter_mut().enumerate() {
                 let d = pair_dots(x[i].add(4 * k), lo, hi);
                 *a = if k % 2 == 0 { d } else { i16x8_add(*a, d) };
