@@ -282,7 +282,12 @@ fn random_q8_k(rng: &mut Rng, blocks: usize) -> Vec<u8> {
     let mut q = vec![0u8; blocks * 292];
     quantize_row_q8_k(&x, &mut q);
     if blocks > 1 {
+        // Block 1 saturated (every quant −128), its 16-element sums to match: the kernels take
+        // the Q6_K offset and the Q4_K/Q5_K mins from them.
         q[292 + 4..292 + 260].fill(0x80);
+        for s in q[292 + 260..2 * 292].chunks_exact_mut(2) {
+            s.copy_from_slice(&(-16 * 128i16).to_le_bytes());
+        }
     }
     q
 }

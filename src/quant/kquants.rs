@@ -45,6 +45,21 @@ pub(crate) fn get_scale_min_k4(j: usize, scales: &[u8]) -> (u8, u8) {
     }
 }
 
+/// All eight `(scale, min)` pairs of [`get_scale_min_k4`] at once, as `(scales, mins)`: the
+/// same bit moves done on three little-endian words, four sub-blocks a word (the SIMD dots
+/// unpack a block's scales this way rather than one sub-block at a time).
+#[inline]
+pub(crate) fn scales_mins_k4(scales: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let word =
+        |i: usize| u32::from_le_bytes([scales[i], scales[i + 1], scales[i + 2], scales[i + 3]]);
+    let (a, b, c) = (word(0), word(4), word(8));
+    let (low6, low4, top2) = (0x3F3F_3F3F, 0x0F0F_0F0F, 0x0303_0303);
+    let sc_hi = (c & low4) | (((a >> 6) & top2) << 4);
+    let m_hi = ((c >> 4) & low4) | (((b >> 6) & top2) << 4);
+    let join = |lo: u32, hi: u32| (lo as u64 | (hi as u64) << 32).to_le_bytes();
+    (join(a & low6, sc_hi), join(b & low6, m_hi))
+}
+
 /// The quants of one Q4_K super-block (4-bit) or, for `dtype == Q5_K`, Q5_K super-block (5-bit,
 /// `qh` at bytes 16..48 in front of `qs`), in element order.
 #[inline]
@@ -277,4 +292,31 @@ pub fn vec_dot_q6_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
         sum += read_f16(&wb[208..210]) * read_f32(xb) * isum as f32;
     }
     sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_mins_k4_unpack_as_get_scale_min_k4_does() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            let mut packed = [0u8; 12];
+            for b in &mut packed {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                *b = (state >> 24) as u8;
+            }
+            let (sc, m) = scales_mins_k4(&packed);
+            for j in 0..8 {
+                assert_eq!(
+                    (sc[j], m[j]),
+                    get_scale_min_k4(j, &packed),
+                    "{packed:?} j {j}"
+                );
+            }
+        }
+    }
 }

@@ -3,10 +3,12 @@
 //! are not whole super-blocks) against Q8_0.
 //!
 //! Each twin in `kquants.rs` / `legacy.rs` unpacks a block to bytes, then sums. Here the quants
-//! are unpacked in registers, sixteen at a time, and the integer sums stay exact: products of a
-//! quant (|q| ≤ 32) and an activation (|x| ≤ 128) are added four to an i16 lane (≤ 15,872),
-//! then widened while multiplied by the sub-block scale (`i32x4_dot_i16x8`). The f32 steps are
-//! the twins' own expressions in the twins' order, so the results are bit-identical (tests
+//! are unpacked in registers, sixteen at a time, and the integer sums stay exact: products of an
+//! unsigned quant and an activation (|x| ≤ 128) are added in i16 lanes, four a lane for Q4_K /
+//! Q5_K (q ≤ 31: ≤ 15,872), two for Q6_K (q ≤ 63: ≤ 16,128), then widened while multiplied by
+//! the sub-block scale (`i32x4_dot_i16x8`). What the quants' offsets take off (Q4_K/Q5_K's mins,
+//! Q6_K's 32) comes once a block from the activations' 16-element sums (`bsums`). The f32 steps
+//! are the twins' own expressions in the twins' order, so the results are bit-identical (tests
 //! check).
 
 use core::arch::wasm32::*;
@@ -14,7 +16,7 @@ use core::arch::wasm32::*;
 use super::simd128::{dot_blocks4, f32_lanes, hsum4_i32, load16};
 use crate::dtype::DType;
 use crate::quant::blocks::read_f16;
-use crate::quant::kquants::{get_scale_min_k4, q8_k_sub_sum, read_f32, QK_K};
+use crate::quant::kquants::{read_f32, scales_mins_k4, QK_K};
 
 const Q5_0_BYTES: usize = DType::Q5_0.block_bytes();
 const Q8_0_BYTES: usize = DType::Q8_0.block_bytes();
@@ -68,6 +70,37 @@ fn hsum(v: v128) -> i32 {
         + i32x4_extract_lane::<1>(v)
         + i32x4_extract_lane::<2>(v)
         + i32x4_extract_lane::<3>(v)
+}
+
+/// The eight i16 `bsums` of a Q8_K block from byte `8k` of `bsums` (sums of 16 quants each).
+#[inline(always)]
+fn bsums8(bsums: &[u8], k: usize) -> v128 {
+    load16(&bsums[16 * k..])
+}
+
+/// `Σ_j m_j · (bsum_2j + bsum_2j+1)` as four i32 partials: a Q4_K/Q5_K block's mins against the
+/// Q8_K sums of their 32-element sub-blocks.
+#[inline(always)]
+fn mins_dot(m: [u8; 8], bsums: &[u8]) -> v128 {
+    let m = u16x8_extend_low_u8x16(u64x2_splat(u64::from_le_bytes(m)));
+    let lo = i16x8_shuffle::<0, 0, 1, 1, 2, 2, 3, 3>(m, m);
+    let hi = i16x8_shuffle::<4, 4, 5, 5, 6, 6, 7, 7>(m, m);
+    i32x4_add(
+        i32x4_dot_i16x8(bsums8(bsums, 0), lo),
+        i32x4_dot_i16x8(bsums8(bsums, 1), hi),
+    )
+}
+
+/// `32 · Σ_g scales_g · bsum_g` as four i32 partials: what the offset of a Q6_K block's unsigned
+/// quants (`q6 = u − 32`) takes off `Σ_g scales_g Σ u·x` (its groups of 16 are the bsums').
+#[inline(always)]
+fn q6_k_offset(scales: &[u8], bsums: &[u8]) -> v128 {
+    let sc = load16(scales);
+    let sum = i32x4_add(
+        i32x4_dot_i16x8(bsums8(bsums, 0), i16x8_extend_low_i8x16(sc)),
+        i32x4_dot_i16x8(bsums8(bsums, 1), i16x8_extend_high_i8x16(sc)),
+    );
+    i32x4_shl(sum, 5)
 }
 
 /// The sixteen unsigned quants (0..=31) of a Q5_0 half: nibbles `nib` plus bit 4 from the 16-bit
@@ -155,13 +188,8 @@ fn q45_k_isum(qh: Option<&[u8]>, qs: &[u8], qx: &[u8], sc: &[u8; 8]) -> i32 {
 fn vec_dot_q45_k_q8_k(w: &[u8], x: &[u8], wb_len: usize) -> f32 {
     let mut sum = 0.0f32;
     for (wb, xb) in w.chunks_exact(wb_len).zip(x.chunks_exact(Q8_K_BYTES)) {
-        let scales = &wb[4..16];
-        let (mut sc, mut msum) = ([0u8; 8], 0i32);
-        for (j, s) in sc.iter_mut().enumerate() {
-            let (s_j, m_j) = get_scale_min_k4(j, scales);
-            *s = s_j;
-            msum += m_j as i32 * q8_k_sub_sum(&xb[4 + QK_K..], j);
-        }
+        let (sc, m) = scales_mins_k4(&wb[4..16]);
+        let msum = hsum(mins_dot(m, &xb[4 + QK_K..]));
         let (qh, qs) = match wb_len {
             Q5_K_BYTES => (Some(&wb[16..48]), &wb[48..]),
             _ => (None, &wb[16..]),
@@ -185,17 +213,19 @@ pub fn vec_dot_q5_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
 }
 
 /// `Σ_g scales[g] · Σ (q6 − 32)·x` over one Q6_K super-block (`kquants::unpack_q6_k` gives the
-/// layout: per 128-element half, four quarters of 32 from `ql`'s nibbles and `qh`'s bit pairs).
+/// layout: per 128-element half, four quarters of 32 from `ql`'s nibbles and `qh`'s bit pairs),
+/// `xb` its Q8_K block: the unsigned quants' dots, less [`q6_k_offset`].
 #[inline(always)]
-fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
-    let mut acc = i32x4_splat(0);
+fn q6_k_isum(wb: &[u8], xb: &[u8]) -> i32 {
+    let qx = &xb[4..4 + QK_K];
+    let mut acc = i32x4_neg(q6_k_offset(&wb[192..208], &xb[4 + QK_K..]));
     for n in 0..2 {
         let (ql, qh, x) = (&wb[64 * n..], &wb[128 + 32 * n..], &qx[128 * n..]);
         let scales = &wb[192 + 8 * n..200 + 8 * n];
         for l in [0, 16] {
             for (q, v) in q6_k_quarters(ql, qh, l).into_iter().enumerate() {
                 let e = 32 * q + l; // element index within the half; its group is e / 16.
-                let partial = dot16_minus::<32>(v, load16(&x[e..]));
+                let partial = dot16u(v, load16(&x[e..]));
                 acc = i32x4_add(acc, scaled(partial, scales[e / 16] as i8 as i32));
             }
         }
@@ -207,7 +237,7 @@ fn q6_k_isum(wb: &[u8], qx: &[u8]) -> i32 {
 pub fn vec_dot_q6_k_q8_k(w: &[u8], x: &[u8]) -> f32 {
     let mut sum = 0.0f32;
     for (wb, xb) in w.chunks_exact(Q6_K_BYTES).zip(x.chunks_exact(Q8_K_BYTES)) {
-        let isum = q6_k_isum(wb, &xb[4..4 + QK_K]);
+        let isum = q6_k_isum(wb, xb);
         sum += read_f16(&wb[208..210]) * read_f32(xb) * isum as f32;
     }
     sum
@@ -229,6 +259,11 @@ impl Rows4<'_> {
         f32x4(at(0), at(1), at(2), at(3))
     }
 
+    /// Row `r`'s sixteen i16 sums of super-block `sb` (32 bytes).
+    fn bsums(&self, r: usize, sb: usize) -> &[u8] {
+        &self.x[r][sb * Q8_K_BYTES + 4 + QK_K..][..32]
+    }
+
     /// Sixteen quants of row `r` at element `e` of super-block `sb`.
     fn quants(&self, r: usize, sb: usize, e: usize) -> v128 {
         load16(&self.x[r][sb * Q8_K_BYTES + 4 + e..])
@@ -239,7 +274,8 @@ impl Rows4<'_> {
 fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
     let mut sum = f32x4_splat(0.0);
     for (sb, wb) in w.chunks_exact(Q6_K_BYTES).enumerate() {
-        let mut acc = [i32x4_splat(0); 4];
+        let mut acc: [v128; 4] =
+            core::array::from_fn(|r| i32x4_neg(q6_k_offset(&wb[192..208], x.bsums(r, sb))));
         for n in 0..2 {
             let (ql, qh) = (&wb[64 * n..], &wb[128 + 32 * n..]);
             let scales = &wb[192 + 8 * n..200 + 8 * n];
@@ -248,7 +284,7 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
                     let e = 32 * q + l;
                     let sc = scales[e / 16] as i8 as i32;
                     for (r, a) in acc.iter_mut().enumerate() {
-                        let p = dot16_minus::<32>(v, x.quants(r, sb, 128 * n + e));
+                        let p = dot16u(v, x.quants(r, sb, 128 * n + e));
                         *a = i32x4_add(*a, scaled(p, sc));
                     }
                 }
@@ -265,11 +301,7 @@ fn q6_k_row4(w: &[u8], x: &Rows4) -> [f32; 4] {
 fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
     let mut sum = f32x4_splat(0.0);
     for (sb, wb) in w.chunks_exact(wb_len).enumerate() {
-        let scales = &wb[4..16];
-        let (mut sc, mut m) = ([0u8; 8], [0u8; 8]);
-        for j in 0..8 {
-            (sc[j], m[j]) = get_scale_min_k4(j, scales);
-        }
+        let (sc, m) = scales_mins_k4(&wb[4..16]);
         let (qh, qs) = match wb_len {
             Q5_K_BYTES => (Some(&wb[16..48]), &wb[48..]),
             _ => (None, &wb[16..]),
@@ -286,17 +318,12 @@ fn q45_k_row4(w: &[u8], wb_len: usize, x: &Rows4) -> [f32; 4] {
                 }
             }
         }
-        let msum = |r: usize| -> f32 {
-            let bsums = &x.x[r][sb * Q8_K_BYTES + 4 + QK_K..];
-            (0..8)
-                .map(|j| m[j] as i32 * q8_k_sub_sum(bsums, j))
-                .sum::<i32>() as f32
-        };
+        let mins: [v128; 4] = core::array::from_fn(|r| mins_dot(m, x.bsums(r, sb)));
         let isum = f32x4_convert_i32x4(hsum4_i32(acc[0], acc[1], acc[2], acc[3]));
         let dx = x.dx(sb);
         let (d, dmin) = (read_f16(&wb[0..2]), read_f16(&wb[2..4]));
         sum = f32x4_add(sum, f32x4_mul(f32x4_mul(f32x4_splat(d), dx), isum));
-        let msums = f32x4(msum(0), msum(1), msum(2), msum(3));
+        let msums = f32x4_convert_i32x4(hsum4_i32(mins[0], mins[1], mins[2], mins[3]));
         sum = f32x4_sub(sum, f32x4_mul(f32x4_mul(f32x4_splat(dmin), dx), msums));
     }
     f32_lanes(sum)
