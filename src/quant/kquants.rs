@@ -48,6 +48,7 @@ pub(crate) fn get_scale_min_k4(j: usize, scales: &[u8]) -> (u8, u8) {
 /// All eight `(scale, min)` pairs of [`get_scale_min_k4`] at once, as `(scales, mins)`: the
 /// same bit moves done on three little-endian words, four sub-blocks a word (the SIMD dots
 /// unpack a block's scales this way rather than one sub-block at a time).
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline]
 pub(crate) fn scales_mins_k4(scales: &[u8]) -> ([u8; 8], [u8; 8]) {
     let word =
