@@ -612,6 +612,40 @@ mod f32_kernels {
         }
     }
 
+    /// The naive oracle: the first index whose element no other non-NaN element exceeds.
+    fn first_max(x: &[f32]) -> Option<usize> {
+        let top = x.iter().copied().filter(|v| !v.is_nan()).reduce(f32::max)?;
+        x.iter().position(|&v| v == top)
+    }
+
+    #[test]
+    fn argmax_is_the_first_largest_non_nan_element() {
+        let mut rng = Rng::new(41);
+        let (nan, inf) = (f32::NAN, f32::INFINITY);
+        let mut cases: Vec<Vec<f32>> = vec![
+            vec![],
+            vec![nan; 9],
+            vec![-inf; 6],
+            vec![nan, -inf, nan, -inf, -inf],
+            vec![-0.0, 0.0, 0.0, -0.0, 0.0],
+            vec![1.0, 3.0, 3.0, 2.0, 3.0, 1.0, 3.0, 0.5, 3.0],
+            vec![nan, 2.0, nan, 2.0, inf, inf, nan],
+        ];
+        for n in [1, 3, 4, 5, 8, 31, 257, 4099] {
+            // Few distinct values, so ties across lanes and the tail are common.
+            let mut x: Vec<f32> = (0..n).map(|_| (rng.f32() * 6.0).floor()).collect();
+            if n > 4 {
+                x[n / 3] = nan;
+                x[n - 1] = 5.0;
+            }
+            cases.push(x);
+        }
+        for x in &cases {
+            assert_eq!(k::argmax(x), first_max(x), "{x:?}");
+            assert_eq!(s::argmax(x), first_max(x), "scalar {x:?}");
+        }
+    }
+
     #[test]
     fn f32_kernels_equal_scalar_twins_on_odd_lengths() {
         let mut rng = Rng::new(17);

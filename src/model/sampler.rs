@@ -486,14 +486,5 @@ fn draw(
 /// The index of the first maximum of `logits` (ties → lowest id); NaN never wins. `None` for
 /// empty or all-NaN logits.
 pub fn greedy(logits: &[f32]) -> Option<u32> {
-    let first = logits.iter().position(|l| !l.is_nan())?;
-    let (mut best, mut best_l) = (first, logits[first]);
-    for (i, &l) in logits.iter().enumerate().skip(first + 1) {
-        // NaN compares false, so it never replaces the best.
-        if l > best_l {
-            best = i;
-            best_l = l;
-        }
-    }
-    u32::try_from(best).ok()
+    u32::try_from(crate::ops::kernels::argmax(logits)?).ok()
 }

@@ -63,6 +63,20 @@ pub fn max(x: &[f32]) -> f32 {
     m
 }
 
+/// Index of the first largest element, NaN skipped; `None` when every element is NaN (or there
+/// are none). Greedy sampling's pick.
+pub fn argmax(x: &[f32]) -> Option<usize> {
+    let first = x.iter().position(|v| !v.is_nan())?;
+    let mut best = first;
+    for (i, &v) in x.iter().enumerate().skip(first + 1) {
+        // NaN compares false, so it never replaces the best.
+        if v > x[best] {
+            best = i;
+        }
+    }
+    Some(best)
+}
+
 /// `out[i] = op(x[i])` with the platform's libm (`f32::exp`, `f32::tanh`).
 pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     for (o, &v) in out.iter_mut().zip(x) {

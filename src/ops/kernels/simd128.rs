@@ -161,6 +161,46 @@ pub fn max(x: &[f32]) -> f32 {
     r
 }
 
+/// See `scalar::argmax` (same index). Each lane keeps its first largest element and its index;
+/// the lanes' winners are then compared, ties to the lower index. A slice with nothing above
+/// −∞ (all NaN or −∞) goes to the scalar twin, whose first-non-NaN start decides it.
+pub fn argmax(x: &[f32]) -> Option<usize> {
+    if x.len() >= u32::MAX as usize {
+        return super::scalar::argmax(x);
+    }
+    let body = x.len() / 4 * 4;
+    let (mut best, mut at) = (f32x4_splat(f32::NEG_INFINITY), u32x4_splat(u32::MAX));
+    let mut idx = u32x4(0, 1, 2, 3);
+    for i in (0..body).step_by(4) {
+        let v = load(&x[i..]);
+        let gt = f32x4_gt(v, best);
+        best = v128_bitselect(v, best, gt);
+        at = v128_bitselect(idx, at, gt);
+        idx = u32x4_add(idx, u32x4_splat(4));
+    }
+    let mut win: Option<(f32, usize)> = None;
+    let lanes = f32_lanes(best).into_iter().zip(u32_lanes(at));
+    let tail = x[body..].iter().copied().zip(body as u32..);
+    for (v, i) in lanes.chain(tail) {
+        let beats = |(w, j): (f32, usize)| v > w || (v == w && (i as usize) < j);
+        if v > f32::NEG_INFINITY && win.is_none_or(beats) {
+            win = Some((v, i as usize));
+        }
+    }
+    win.map(|(_, i)| i).or_else(|| super::scalar::argmax(x))
+}
+
+/// The four u32 lanes of `v`.
+#[inline(always)]
+fn u32_lanes(v: v128) -> [u32; 4] {
+    [
+        u32x4_extract_lane::<0>(v),
+        u32x4_extract_lane::<1>(v),
+        u32x4_extract_lane::<2>(v),
+        u32x4_extract_lane::<3>(v),
+    ]
+}
+
 /// e^x for four lanes: Cody–Waite reduction `x = k·ln2 + r` (|r| ≤ ln2/2, ln2 split in two so
 /// `r` is exact to ~2^-32), a degree-7 Taylor polynomial for e^r (truncation < 2^-27), then
 /// scaling by 2^k through the exponent bits in two steps so no intermediate overflows.
