@@ -609,6 +609,27 @@ mod f32_kernels {
                 p.iter().zip(&q).all(|(u, v)| u.to_bits() == v.to_bits()),
                 "axpy4 n={n}"
             );
+            let coeffs = [
+                a,
+                [1.5, -0.25, 0.0, 7.0],
+                [-3.0, 0.5, 0.125, -0.75],
+                [2.0; 4],
+            ];
+            let mut outs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
+            let mut want = outs.clone();
+            let [o0, o1, o2, o3] = &mut outs[..] else {
+                unreachable!()
+            };
+            k::axpy4x4(coeffs, xr, &mut [o0, o1, o2, o3]);
+            for (c, w) in coeffs.iter().zip(&mut want) {
+                k::axpy4(*c, xr, w);
+            }
+            for (t, (o, w)) in outs.iter().zip(&want).enumerate() {
+                assert!(
+                    o.iter().zip(w).all(|(u, v)| u.to_bits() == v.to_bits()),
+                    "axpy4x4 n={n} output {t}"
+                );
+            }
         }
     }
 

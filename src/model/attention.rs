@@ -11,7 +11,7 @@
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{axpy, axpy4, dot, dot4, exp_sum};
+use crate::ops::kernels::{axpy, axpy4, axpy4x4, dot, dot4, exp_sum};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -145,11 +145,9 @@ fn attend(
                 sc[t * len + j] = v;
             }
         }
-        for (t, p) in sc.chunks_exact_mut(len.max(1)).enumerate() {
-            softmax(p);
-            let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
-            weighted_sum(p, value, &mut out[(h + t) * hd..(h + t + 1) * hd]);
-        }
+        sc.chunks_exact_mut(len.max(1)).for_each(softmax);
+        let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
+        heads_weighted_sum(sc, len, take, value, &mut out[h * hd..(h + take) * hd]);
     }
 }
 
@@ -199,10 +197,8 @@ fn attend_split(
         let p = &*p;
         parallel::for_each_chunk_mut(&mut parts[..take * hd], take * eb, |c, part| {
             let e = kv.start + c * eb..kv.start + (c + 1) * eb;
-            for (t, o) in part.chunks_exact_mut(eb).enumerate() {
-                let value = |j: usize| &cache.value(il, lo + j)[e.clone()];
-                weighted_sum(&p[t * len..(t + 1) * len], value, o);
-            }
+            let value = |j: usize| &cache.value(il, lo + j)[e.clone()];
+            heads_weighted_sum(&p[..take * len], len, take, value, part);
         });
         for (c, part) in parts[..take * hd].chunks_exact(take * eb).enumerate() {
             for (t, o) in part.chunks_exact(eb).enumerate() {
@@ -229,6 +225,47 @@ fn softmax(row: &mut [f32]) {
     let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     let inv = (1.0 / exp_sum(row, max)) as f32;
     row.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// `o_t = Σ_j p_t[j] · value(j)` for the `take` (one or four) heads `t` whose weights are `p`'s
+/// rows of `len` and outputs `out`'s rows. Four heads take each value row once for the four
+/// (`axpy4x4`); the bits are [`weighted_sum`]'s for each head.
+#[inline(always)]
+fn heads_weighted_sum<'c>(
+    p: &[f32],
+    len: usize,
+    take: usize,
+    value: impl Fn(usize) -> &'c [f32],
+    out: &mut [f32],
+) {
+    let w = out.len() / take.max(1);
+    let (o0, rest) = out.split_at_mut(w);
+    let [o1, o2, o3] = match (take, rest.len() == 3 * w) {
+        (4, true) => {
+            let (o1, rest) = rest.split_at_mut(w);
+            let (o2, o3) = rest.split_at_mut(w);
+            [o1, o2, o3]
+        }
+        _ => return weighted_sum(&p[..len], value, o0),
+    };
+    let mut o = [o0, o1, o2, o3];
+    o.iter_mut().for_each(|o| o.fill(0.0));
+    let pt: [&[f32]; 4] = core::array::from_fn(|t| &p[t * len..(t + 1) * len]);
+    let mut j = 0;
+    while j + 4 <= len {
+        let c = pt.map(|p| [p[j], p[j + 1], p[j + 2], p[j + 3]]);
+        axpy4x4(
+            c,
+            [value(j), value(j + 1), value(j + 2), value(j + 3)],
+            &mut o,
+        );
+        j += 4;
+    }
+    for j in j..len {
+        for (p, o) in pt.iter().zip(o.iter_mut()) {
+            axpy(p[j], value(j), o);
+        }
+    }
 }
 
 /// `o = Σ_j p[j] · value(j)`: four positions at a time (`axpy4`), the tail one by one.

@@ -23,6 +23,14 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
     }
 }
 
+/// `axpy4(a[t], xs, ys[t])` for four outputs `t` (attention: four heads' weights over the same
+/// four value rows); each output has the bits of its own call.
+pub fn axpy4x4(a: [[f32; 4]; 4], xs: [&[f32]; 4], ys: &mut [&mut [f32]; 4]) {
+    for (a, y) in a.iter().zip(ys.iter_mut()) {
+        axpy4(*a, xs, y);
+    }
+}
+
 /// Σ x[i]·y[i] in the shared four-accumulator order.
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());

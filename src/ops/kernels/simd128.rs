@@ -55,6 +55,34 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
     }
 }
 
+/// See `scalar::axpy4x4`: each group of four elements of the four `xs` is loaded once for the
+/// four outputs, and each output takes `axpy4`'s terms in `axpy4`'s order, so its bits.
+pub fn axpy4x4(a: [[f32; 4]; 4], xs: [&[f32]; 4], ys: &mut [&mut [f32]; 4]) {
+    let n = xs[0].len();
+    if xs.iter().any(|x| x.len() != n) || ys.iter().any(|y| y.len() != n) {
+        return super::scalar::axpy4x4(a, xs, ys);
+    }
+    let av = a.map(|a| a.map(|v| f32x4_splat(v)));
+    let body = n / 4 * 4;
+    for i in (0..body).step_by(4) {
+        let x = xs.map(|x| load(&x[i..]));
+        for (y, av) in ys.iter_mut().zip(&av) {
+            let mut t = load(&y[i..]);
+            for k in 0..4 {
+                t = f32x4_add(t, f32x4_mul(av[k], x[k]));
+            }
+            store(&mut y[i..], t);
+        }
+    }
+    for (y, a) in ys.iter_mut().zip(a) {
+        for i in body..n {
+            for k in 0..4 {
+                y[i] += a[k] * xs[k][i];
+            }
+        }
+    }
+}
+
 /// See `scalar::dot4`: four independent accumulator chains (one per `x`) instead of one, so the
 /// adds overlap; each chain is `dot`'s, so the bits are too.
 pub fn dot4(xs: [&[f32]; 4], y: &[f32]) -> [f32; 4] {
