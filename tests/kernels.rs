@@ -633,6 +633,54 @@ mod f32_kernels {
         }
     }
 
+    /// Every f16 rounding boundary (and the f32 values either side of it), the f16 values
+    /// themselves, the ±10 cut-offs and the non-finite: the f16 index must be the scalar one's,
+    /// the table bits decoded alike. A table of hashed entries catches a wrong index.
+    #[test]
+    fn gated_f16_table_equals_scalar_twin_bit_for_bit() {
+        let table: Box<[u16; 65536]> = Box::new(core::array::from_fn(|h| {
+            let h = h as u32;
+            (h.wrapping_mul(40503) ^ (h >> 3)) as u16
+        }));
+        let mut x = vec![
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+            1e-45,
+            -1e-40,
+        ];
+        x.extend([10.0, -10.0, 9.999999, -9.999999, 10.000001, -10.000001]);
+        for h in 0..0x7C00u32 {
+            let v = kopitiam_wasm::quant::f16_to_f32(h as u16);
+            let next = kopitiam_wasm::quant::f16_to_f32(h as u16 + 1);
+            let mid = ((v as f64 + next as f64) / 2.0) as f32;
+            for y in [
+                v,
+                mid,
+                f32::from_bits(mid.to_bits() - 1),
+                f32::from_bits(mid.to_bits() + 1),
+            ] {
+                x.extend([y, -y]);
+            }
+        }
+        let mut rng = Rng::new(3);
+        let up: Vec<f32> = (0..x.len()).map(|_| rng.f32() * 4.0 - 2.0).collect();
+        let (mut got, mut want) = (x.clone(), x.clone());
+        k::gated_f16_table(&table, &mut got, &up);
+        s::gated_f16_table(&table, &mut want, &up);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "input {:e} ({:#x})",
+                x[i],
+                x[i].to_bits()
+            );
+        }
+    }
+
     /// The naive oracle: the first index whose element no other non-NaN element exceeds.
     fn first_max(x: &[f32]) -> Option<usize> {
         let top = x.iter().copied().filter(|v| !v.is_nan()).reduce(f32::max)?;

@@ -11,9 +11,10 @@ use super::kv_cache::KvCache;
 use super::profile::{self, Section};
 use super::weights::{LayerWeights, Linear, Weights};
 use crate::error::{Error, Result};
+use crate::ops::kernels;
 use crate::ops::{gelu_tanh, rms_norm_row};
 use crate::parallel;
-use crate::quant::{f16_to_f32, f32_to_f16_finite, MatmulScratch};
+use crate::quant::MatmulScratch;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
 use half::f16;
@@ -365,12 +366,13 @@ fn feed_forward(cfg: &Config, lw: &LayerWeights, s: &mut Scratch, n: usize) -> R
 /// millions of table lookups in V8's baseline tier.
 #[inline(never)]
 fn gated_activation(act: Activation, gate: &mut [f32], up: &[f32]) {
-    for (g, &u) in gate.iter_mut().zip(up) {
-        let a = match act {
-            Activation::GeluTanh => gelu_f16_table(*g),
-            Activation::Silu => *g / (1.0 + (-*g).exp()),
-        };
-        *g = a * u;
+    match act {
+        Activation::GeluTanh => kernels::gated_f16_table(gelu_f16_table(), gate, up),
+        Activation::Silu => {
+            for (g, &u) in gate.iter_mut().zip(up) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+        }
     }
 }
 
@@ -457,21 +459,16 @@ fn add_branch(
 }
 
 /// GELU as ggml's CPU backend computes it: through a table indexed by the f16 of the input, so
-/// `f16(gelu(f16(x)))` inside (-10, 10), `0` below and `x` above. The 64 Ki-entry table (128 KiB)
-/// is built on first use; a prefill would otherwise spend a tanh on each of millions of values.
-#[inline]
-fn gelu_f16_table(x: f32) -> f32 {
-    static TABLE: OnceLock<Box<[u16]>> = OnceLock::new();
-    if x <= -10.0 {
-        0.0
-    } else if x >= 10.0 {
-        x
-    } else {
-        let table = TABLE.get_or_init(|| {
-            (0..=u16::MAX)
-                .map(|h| f16::from_f32(gelu_tanh(f16::from_bits(h).to_f32())).to_bits())
-                .collect()
-        });
-        f16_to_f32(table[f32_to_f16_finite(x) as usize])
-    }
+/// `f16(gelu(f16(x)))` inside (-10, 10), `0` below and `x` above (`kernels::gated_f16_table`).
+/// The 64 Ki-entry table (128 KiB) is built on first use; a prefill would otherwise spend a tanh
+/// on each of millions of values.
+fn gelu_f16_table() -> &'static [u16; 65536] {
+    static TABLE: OnceLock<Box<[u16; 65536]>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Box::new([0u16; 65536]);
+        for (h, v) in table.iter_mut().enumerate() {
+            *v = f16::from_f32(gelu_tanh(f16::from_bits(h as u16).to_f32())).to_bits();
+        }
+        table
+    })
 }

@@ -31,6 +31,23 @@ pub fn axpy4x4(a: [[f32; 4]; 4], xs: [&[f32]; 4], ys: &mut [&mut [f32]; 4]) {
     }
 }
 
+/// `gate[i] = g(gate[i]) · up[i]` where `g` is a function known through its f16 table (`table[h]`
+/// the f16 bits of `g(f16 h)`, all 65,536 of them) inside (-10, 10), `0` at or below -10 and the
+/// identity at or above 10: GELU as ggml's CPU backend computes it.
+pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
+    use crate::quant::{f16_to_f32, f32_to_f16_finite};
+    for (g, &u) in gate.iter_mut().zip(up) {
+        let a = if *g <= -10.0 {
+            0.0
+        } else if *g >= 10.0 {
+            *g
+        } else {
+            f16_to_f32(table[f32_to_f16_finite(*g) as usize])
+        };
+        *g = a * u;
+    }
+}
+
 /// Σ x[i]·y[i] in the shared four-accumulator order.
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());

@@ -83,6 +83,55 @@ pub fn axpy4x4(a: [[f32; 4]; 4], xs: [&[f32]; 4], ys: &mut [&mut [f32]; 4]) {
     }
 }
 
+/// See `scalar::gated_f16_table` (same bits): four lanes at a time go to f16 with
+/// `quant::f32_to_f16_finite`'s two paths (a select between them) and back from the table with
+/// `quant::f16_to_f32`'s, only the four table reads being scalar.
+pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
+    let n = gate.len().min(up.len());
+    let body = n / 4 * 4;
+    let (lo, hi) = (f32x4_splat(-10.0), f32x4_splat(10.0));
+    for i in (0..body).step_by(4) {
+        let x = load(&gate[i..]);
+        let h = f32_to_f16_finite4(x);
+        let look = u32_lanes(h).map(|h| u32::from(table[(h & 0xFFFF) as usize]));
+        let g = f16_to_f32_4(u32x4(look[0], look[1], look[2], look[3]));
+        let g = v128_bitselect(x, g, f32x4_ge(x, hi));
+        let g = v128_andnot(g, f32x4_le(x, lo));
+        store(&mut gate[i..], f32x4_mul(g, load(&up[i..])));
+    }
+    super::scalar::gated_f16_table(table, &mut gate[body..n], &up[body..n]);
+}
+
+/// `quant::f32_to_f16_finite` on four lanes (the f16 bits in each lane's low half).
+#[inline(always)]
+fn f32_to_f16_finite4(x: v128) -> v128 {
+    let sign = v128_and(u32x4_shr(x, 16), u32x4_splat(0x8000));
+    let a = v128_and(x, u32x4_splat(0x7FFF_FFFF));
+    let sub = i32x4_sub(f32x4_add(a, f32x4_splat(0.5)), u32x4_splat(0x3F00_0000));
+    let odd = v128_and(u32x4_shr(a, 13), u32x4_splat(1));
+    let norm = i32x4_add(a, i32x4_add(odd, u32x4_splat(0x0FFF)));
+    let norm = u32x4_shr(i32x4_sub(norm, u32x4_splat(112 << 23)), 13);
+    let h = v128_bitselect(sub, norm, u32x4_lt(a, u32x4_splat(0x3880_0000)));
+    v128_or(v128_and(h, u32x4_splat(0xFFFF)), sign)
+}
+
+/// `quant::f16_to_f32` on four lanes of f16 bits.
+#[inline(always)]
+fn f16_to_f32_4(h: v128) -> v128 {
+    let magnitude = f32x4_mul(
+        u32x4_shl(v128_and(h, u32x4_splat(0x7FFF)), 13),
+        f32x4_splat(f32::from_bits(0x7780_0000)),
+    );
+    let exp = u32x4_splat(0x7C00);
+    let special = i32x4_eq(v128_and(h, exp), exp);
+    let inf_nan = v128_or(
+        u32x4_splat(0x7F80_0000),
+        u32x4_shl(v128_and(h, u32x4_splat(0x03FF)), 13),
+    );
+    let bits = v128_bitselect(inf_nan, magnitude, special);
+    v128_or(bits, u32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16))
+}
+
 /// See `scalar::dot4`: four independent accumulator chains (one per `x`) instead of one, so the
 /// adds overlap; each chain is `dot`'s, so the bits are too.
 pub fn dot4(xs: [&[f32]; 4], y: &[f32]) -> [f32; 4] {
