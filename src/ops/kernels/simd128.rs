@@ -3,7 +3,7 @@
 use core::arch::wasm32::*;
 
 use super::{Arith, Unary};
-use crate::quant::kernels::simd128::f32_lanes;
+use crate::quant::kernels::simd128::{f32_lanes, i32_lanes};
 
 #[inline(always)]
 fn load(x: &[f32]) -> v128 {
@@ -93,7 +93,7 @@ pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
     for i in (0..body).step_by(4) {
         let x = load(&gate[i..]);
         let h = f32_to_f16_finite4(x);
-        let look = u32_lanes(h).map(|h| u32::from(table[(h & 0xFFFF) as usize]));
+        let look = i32_lanes(h).map(|h| u32::from(table[(h & 0xFFFF) as usize]));
         let g = f16_to_f32_4(u32x4(look[0], look[1], look[2], look[3]));
         let g = v128_bitselect(x, g, f32x4_ge(x, hi));
         let g = v128_andnot(g, f32x4_le(x, lo));
@@ -256,7 +256,9 @@ pub fn argmax(x: &[f32]) -> Option<usize> {
         idx = u32x4_add(idx, u32x4_splat(4));
     }
     let mut win: Option<(f32, usize)> = None;
-    let lanes = f32_lanes(best).into_iter().zip(u32_lanes(at));
+    let lanes = f32_lanes(best)
+        .into_iter()
+        .zip(i32_lanes(at).map(|i| i as u32));
     let tail = x[body..].iter().copied().zip(body as u32..);
     for (v, i) in lanes.chain(tail) {
         let beats = |(w, j): (f32, usize)| v > w || (v == w && (i as usize) < j);
@@ -265,17 +267,6 @@ pub fn argmax(x: &[f32]) -> Option<usize> {
         }
     }
     win.map(|(_, i)| i).or_else(|| super::scalar::argmax(x))
-}
-
-/// The four u32 lanes of `v`.
-#[inline(always)]
-fn u32_lanes(v: v128) -> [u32; 4] {
-    [
-        u32x4_extract_lane::<0>(v),
-        u32x4_extract_lane::<1>(v),
-        u32x4_extract_lane::<2>(v),
-        u32x4_extract_lane::<3>(v),
-    ]
 }
 
 /// e^x for four lanes: Cody–Waite reduction `x = k·ln2 + r` (|r| ≤ ln2/2, ln2 split in two so

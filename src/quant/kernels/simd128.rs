@@ -44,7 +44,7 @@ pub(crate) fn f32_lanes(v: v128) -> [f32; 4] {
 
 /// The four i32 lanes of `v`.
 #[inline(always)]
-fn i32_lanes(v: v128) -> [i32; 4] {
+pub(crate) fn i32_lanes(v: v128) -> [i32; 4] {
     [
         i32x4_extract_lane::<0>(v),
         i32x4_extract_lane::<1>(v),
