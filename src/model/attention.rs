@@ -238,15 +238,15 @@ fn heads_weighted_sum<'c>(
     value: impl Fn(usize) -> &'c [f32],
     out: &mut [f32],
 ) {
-    let w = out.len() / take.max(1);
-    let (o0, rest) = out.split_at_mut(w);
-    let [o1, o2, o3] = match (take, rest.len() == 3 * w) {
-        (4, true) => {
-            let (o1, rest) = rest.split_at_mut(w);
-            let (o2, o3) = rest.split_at_mut(w);
-            [o1, o2, o3]
-        }
-        _ => return weighted_sum(&p[..len], value, o0),
+    let w = out.len() / 4;
+    if take != 4 || w == 0 {
+        return weighted_sum(&p[..len], value, out);
+    }
+    let mut rows = out.chunks_exact_mut(w);
+    let (Some(o0), Some(o1), Some(o2), Some(o3)) =
+        (rows.next(), rows.next(), rows.next(), rows.next())
+    else {
+        return;
     };
     let mut o = [o0, o1, o2, o3];
     o.iter_mut().for_each(|o| o.fill(0.0));

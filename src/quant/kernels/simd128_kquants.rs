@@ -44,9 +44,9 @@ fn dot16u(u: v128, x: v128) -> v128 {
     return dot16(u, x);
 }
 
-/// [`dot16`] of the signed quants `u − K` (Q5_0's `K` = 16, Q6_K's 32; `u` the unsigned ones, at
-/// most 63): relaxed builds take `dot(x, u) − dot(x, K)` on deterministic i8 × i7 dots, the
-/// difference at most 4·32·128.
+/// [`dot16`] of the signed quants `u − K` (Q5_0's `K` = 16; `u` the unsigned ones, at most 31):
+/// relaxed builds take `dot(x, u) − dot(x, K)` on deterministic i8 × i7 dots, the difference at
+/// most 4·16·128. (Q6_K's offset of 32 comes off once a block instead: [`q6_k_offset`].)
 #[inline(always)]
 fn dot16_minus<const K: u8>(u: v128, x: v128) -> v128 {
     #[cfg(target_feature = "relaxed-simd")]
@@ -72,7 +72,8 @@ fn hsum(v: v128) -> i32 {
         + i32x4_extract_lane::<3>(v)
 }
 
-/// The eight i16 `bsums` of a Q8_K block from byte `8k` of `bsums` (sums of 16 quants each).
+/// Eight of a Q8_K block's sixteen i16 `bsums` (sums of 16 quants each): `k` 0 the first eight,
+/// 1 the last.
 #[inline(always)]
 fn bsums8(bsums: &[u8], k: usize) -> v128 {
     load16(&bsums[16 * k..])
