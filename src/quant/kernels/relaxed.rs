@@ -8,8 +8,8 @@
 use core::arch::wasm32::*;
 
 use super::simd128::{
-    dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, load16,
-    q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
+    bits_to_4, dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with,
+    high_nibbles, load16, q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
@@ -24,7 +24,7 @@ pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         let z = i32x4_splat(0);
         let pos = i32x4_relaxed_dot_i8x16_i7x16_add(
             x1,
-            u8x16_shr(qs, 4),
+            high_nibbles(qs, mask),
             i32x4_relaxed_dot_i8x16_i7x16_add(x0, v128_and(qs, mask), z),
         );
         let off = i32x4_relaxed_dot_i8x16_i7x16_add(
@@ -190,7 +190,7 @@ impl X4 for Q4_0x4 {
         let mut acc = [i16x8_splat(0); N];
         for k in 0..4 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
-            let (lo, hi) = (v128_and(v, mask), v128_and(u16x8_shr(v, 4), mask));
+            let (lo, hi) = (v128_and(v, mask), high_nibbles(v, mask));
             for (i, a) in acc.iter_mut().enumerate() {
                 let d = pair_dots(x[i].add(4 * k), lo, hi);
                 *a = if k == 0 { d } else { i16x8_add(*a, d) };
@@ -216,20 +216,13 @@ impl X4 for Q5_0x4 {
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
         let (mask, sixteen) = (u8x16_splat(0x0F), u8x16_splat(16));
         let planes = v128_load(blk.add(Q5_HIGH) as *const v128);
-        let fifth = |p: u32| {
-            let at_4 = match p {
-                0..=3 => u16x8_shl(planes, 4 - p),
-                4 => planes,
-                _ => u16x8_shr(planes, p - 4),
-            };
-            v128_and(at_4, sixteen)
-        };
+        let fifth = |p: u32| bits_to_4(planes, p, sixteen);
         let mut acc = [i16x8_splat(0); N];
         let mut sum = [i32x4_splat(0); N];
         for k in 0..4 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
             let lo = v128_or(v128_and(v, mask), fifth(2 * k as u32));
-            let hi = v128_or(v128_and(u16x8_shr(v, 4), mask), fifth(2 * k as u32 + 1));
+            let hi = v128_or(high_nibbles(v, mask), fifth(2 * k as u32 + 1));
             for (i, a) in acc.iter_mut().enumerate() {
                 let d = pair_dots(x[i].add(4 * k), lo, hi);
                 *a = if k % 2 == 0 { d } else { i16x8_add(*a, d) };

@@ -31,6 +31,28 @@ fn dot_i8x16(a: v128, b: v128) -> v128 {
     i32x4_add(lo, hi)
 }
 
+/// The high nibbles of `q`'s bytes, `mask` being `u8x16_splat(0x0F)`. Wasm's 8-bit shifts have
+/// no x86 instruction: V8 emits a 16-bit shift and rebuilds a mask for every one; a 16-bit shift
+/// and a mask kept in a register do the same (the mask drops the bits pulled across bytes).
+#[inline(always)]
+pub(crate) fn high_nibbles(q: v128, mask: v128) -> v128 {
+    v128_and(u16x8_shr(q, 4), mask)
+}
+
+/// Bit `k` (and up) of every byte of `h` moved to bit 4 (and up), where `mask` keeps it: 0x10
+/// for one bit, 0x30 for two. One 16-bit shift (none for `k` = 4) and an and, for the reason
+/// [`high_nibbles`] gives; the mask, clear below bit 4 and above bit `7 − (k − 4)`, drops what
+/// the shift pulls across bytes.
+#[inline(always)]
+pub(crate) fn bits_to_4(h: v128, k: u32, mask: v128) -> v128 {
+    let at_4 = match k {
+        0..=3 => u16x8_shl(h, 4 - k),
+        4 => h,
+        _ => u16x8_shr(h, k - 4),
+    };
+    v128_and(at_4, mask)
+}
+
 /// The four f32 lanes of `v`.
 #[inline(always)]
 pub(crate) fn f32_lanes(v: v128) -> [f32; 4] {
@@ -161,7 +183,7 @@ fn unpack_q4_0(qs: v128) -> (v128, v128) {
     let mask = u8x16_splat(0x0F);
     let eight = i8x16_splat(8);
     let lo = i8x16_sub(v128_and(qs, mask), eight);
-    let hi = i8x16_sub(u8x16_shr(qs, 4), eight);
+    let hi = i8x16_sub(high_nibbles(qs, mask), eight);
     (lo, hi)
 }
 
@@ -289,9 +311,7 @@ pub(crate) fn q4_0_block_isum(
     x1: v128,
 ) -> v128 {
     let mask = u8x16_splat(0x0F);
-    let lo = v128_and(qs, mask);
-    // A 16-bit shift is one instruction; the mask drops the bits it pulls across bytes.
-    let hi = v128_and(u16x8_shr(qs, 4), mask);
+    let (lo, hi) = (v128_and(qs, mask), high_nibbles(qs, mask));
     i16x8_add(dot16(x0, lo), dot16(x1, hi))
 }
 

@@ -13,7 +13,7 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::{dot_blocks4, f32_lanes, hsum4_i32, load16};
+use super::simd128::{bits_to_4, dot_blocks4, f32_lanes, high_nibbles, hsum4_i32, load16};
 use crate::dtype::DType;
 use crate::quant::blocks::read_f16;
 use crate::quant::kquants::{read_f32, scales_mins_k4, QK_K};
@@ -126,7 +126,7 @@ pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
         let qh = u32x4_splat(u32::from_le_bytes([wb[2], wb[3], wb[4], wb[5]]));
         let qs = load16(&wb[6..]);
         let lo = q5_0_half(v128_and(qs, mask), qh, 0);
-        let hi = q5_0_half(u8x16_shr(qs, 4), qh, 1);
+        let hi = q5_0_half(high_nibbles(qs, mask), qh, 1);
         let (x0, x1) = (load16(&xb[2..]), load16(&xb[18..]));
         let sum = i16x8_add(dot16_minus::<16>(lo, x0), dot16_minus::<16>(hi, x1));
         i32x4_extadd_pairwise_i16x8(sum)
@@ -139,11 +139,11 @@ pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
 /// the first, bit 2c + 1 for the second).
 #[inline(always)]
 fn q45_k_half(qh: Option<&[u8]>, qs: &[u8], c: usize, half: usize) -> (v128, v128) {
-    let q = load16(&qs[32 * c + 16 * half..]);
-    let (mut lo, mut hi) = (v128_and(q, u8x16_splat(0x0F)), u8x16_shr(q, 4));
+    let (q, mask) = (load16(&qs[32 * c + 16 * half..]), u8x16_splat(0x0F));
+    let (mut lo, mut hi) = (v128_and(q, mask), high_nibbles(q, mask));
     if let Some(h) = qh {
         let h = load16(&h[16 * half..]);
-        let bit = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), u8x16_splat(1)), 4);
+        let bit = |k: u32| bits_to_4(h, k, u8x16_splat(0x10));
         lo = v128_or(lo, bit(2 * c as u32));
         hi = v128_or(hi, bit(2 * c as u32 + 1));
     }
@@ -154,14 +154,14 @@ fn q45_k_half(qh: Option<&[u8]>, qs: &[u8], c: usize, half: usize) -> (v128, v12
 /// 128-element Q6_K half as unsigned 6-bit quants, from its `ql` (64 bytes) and `qh` (32).
 #[inline(always)]
 fn q6_k_quarters(ql: &[u8], qh: &[u8], l: usize) -> [v128; 4] {
-    let (mask, three) = (u8x16_splat(0x0F), u8x16_splat(3));
+    let mask = u8x16_splat(0x0F);
     let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
-    let top = |k: u32| i8x16_shl(v128_and(u8x16_shr(h, k), three), 4);
+    let top = |k: u32| bits_to_4(h, k, u8x16_splat(0x30));
     [
         v128_or(v128_and(a, mask), top(0)),
         v128_or(v128_and(b, mask), top(2)),
-        v128_or(u8x16_shr(a, 4), top(4)),
-        v128_or(u8x16_shr(b, 4), top(6)),
+        v128_or(high_nibbles(a, mask), top(4)),
+        v128_or(high_nibbles(b, mask), top(6)),
     ]
 }
 
