@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/threads-env.sh
-wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --features threads --test threads --test tensor_views --test quant
+bash scripts/wasm-test.sh --features threads --test threads --test tensor_views --test quant

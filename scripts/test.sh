@@ -20,13 +20,13 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relax
 step "native cargo test (test profile: opt-level 2)"
 cargo test -q
 
-step "wasm-pack test --headless --chrome (wasm32 + simd128)"
-wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install
+step "the same tests in headless Chromium (wasm32 + simd128)"
+bash scripts/wasm-test.sh
 
 step "relaxed-SIMD build: kernel, quant and model-layout tests in headless Chromium"
 CARGO_TARGET_DIR=target/relaxed \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
-  wasm-pack test --headless --chrome --chromedriver "${CHROMEDRIVER:-$(command -v chromedriver)}" --mode no-install -- --test kernels --test quant --test ops --test ocr_ops --test fidelity_archs
+  bash scripts/wasm-test.sh --test kernels --test quant --test ops --test ocr_ops --test fidelity_archs
 
 step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
 bash scripts/test-threads.sh
