@@ -106,6 +106,12 @@ impl StrArray {
         try_push(&mut self.ends, self.bytes.len())
     }
 
+    /// The concatenated text and each string's end offset in it, for a caller that keeps the
+    /// text as its own arena instead of copying it.
+    pub(crate) fn into_parts(self) -> (String, Vec<usize>) {
+        (self.bytes, self.ends)
+    }
+
     /// All strings as owned `String`s.
     pub fn to_vec(&self) -> Vec<String> {
         self.iter().map(str::to_owned).collect()
@@ -942,6 +948,27 @@ impl<'a> Cursor<'a> {
         usize::try_from(n).map_err(|_| invalid(pos, format!("{what} {n} is too large")))
     }
 
+    /// Text bytes of the `n` length-prefixed strings ahead, read without moving: at most the
+    /// bytes that remain. Stops at the first string that runs past the end, which the real
+    /// read then reports.
+    fn strings_len(&self, n: usize) -> usize {
+        let (mut at, mut total) = (self.pos, 0usize);
+        for _ in 0..n {
+            let Some(len) = at.checked_add(8).and_then(|end| self.bytes.get(at..end)) else {
+                break;
+            };
+            let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
+            match usize::try_from(len)
+                .ok()
+                .and_then(|l| l.checked_add(at + 8))
+            {
+                Some(end) if end <= self.bytes.len() => (at, total) = (end, total + (end - at - 8)),
+                _ => break,
+            }
+        }
+        total
+    }
+
     /// A length-prefixed UTF-8 string, borrowed from the file.
     fn str(&mut self, what: &str) -> Result<&'a str> {
         let pos = self.pos;
@@ -1064,10 +1091,18 @@ impl<'a> Cursor<'a> {
                 Array::Bool(v)
             }
             Ty::String => {
+                // Both sized exactly up front: growing by doubling would copy the arena (a
+                // vocabulary's ~3 MB) several times, and in wasm every copy stays resident. The
+                // count was checked against the bytes left, eight (a length) per string, so this
+                // is still memory in proportion to the bytes behind it.
+                let text = self.strings_len(n);
                 let mut v = StrArray {
                     bytes: String::new(),
-                    ends: growing_vec(n)?,
+                    ends: try_with_capacity(n)?,
                 };
+                v.bytes
+                    .try_reserve_exact(text)
+                    .map_err(|_| Error::AllocationFailed { bytes: text as u64 })?;
                 for _ in 0..n {
                     // Straight from the file into the arena: no String per element.
                     let item = self.str("array string")?;

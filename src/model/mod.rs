@@ -1,8 +1,9 @@
 //! Running a quantized LLM: architecture config, weights, KV cache, the forward pass, tokenizer,
 //! sampler and chat format.
 //!
-//! [`Model::load`] takes the bytes of a GGUF file by value and keeps them as the one buffer the
-//! quantized weights point into; a [`Session`] holds one conversation's KV cache and scratch.
+//! [`Model::load`] takes the bytes of a GGUF file by value and keeps their data section (moved
+//! to the front of the same buffer) as the one buffer the quantized weights point into; a
+//! [`Session`] holds one conversation's KV cache and scratch.
 
 mod attention;
 pub mod chat;
@@ -36,12 +37,14 @@ pub struct Model {
     weights: Weights,
     tokenizer: Tokenizer,
     gguf: GgufFile,
-    file: Arc<Vec<u8>>,
+    file_size: usize,
+    /// Names the file for saved sessions (`session::file_fingerprint` of the header).
+    fingerprint: u64,
 }
 
 impl Model {
-    /// Parses and loads a GGUF file. The bytes are kept (not copied) as the storage of every
-    /// quantized weight.
+    /// Parses and loads a GGUF file. The bytes are kept (not copied; the header is dropped from
+    /// their front) as the storage of every quantized weight.
     pub fn load(bytes: Vec<u8>) -> Result<Model> {
         Model::load_with_layout(bytes, crate::quant::interleave::ENABLED)
     }
@@ -53,12 +56,16 @@ impl Model {
     pub fn load_with_layout(mut bytes: Vec<u8>, interleave: bool) -> Result<Model> {
         let mut gguf = GgufFile::parse(&bytes)?;
         let config = Config::from_gguf(&gguf)?;
+        let file_size = bytes.len();
+        let head = &bytes[..gguf.data_offset.min(file_size)];
+        let fingerprint = session::file_fingerprint(head, file_size);
+        drop_header(&mut bytes, &mut gguf)?;
         let interleaved = match interleave {
             true => Weights::interleave(&mut bytes, &gguf)?,
             false => Vec::new(),
         };
-        let file = Arc::new(bytes);
-        let weights = Weights::load(&config, &gguf, &file, &interleaved)?;
+        // The data section (the header is dropped above) is owned by the weights' views.
+        let weights = Weights::load(&config, &gguf, &Arc::new(bytes), &interleaved)?;
         let tokenizer = take_tokenizer(&mut gguf)?;
         if tokenizer.vocab_size() != config.n_vocab {
             return Err(Error::UnsupportedModel {
@@ -74,7 +81,8 @@ impl Model {
             weights,
             tokenizer,
             gguf,
-            file,
+            file_size,
+            fingerprint,
         })
     }
 
@@ -91,7 +99,8 @@ impl Model {
     }
 
     /// The file's metadata and tensor table, minus the vocabulary arrays (`tokenizer.ggml.tokens`,
-    /// `.scores`, `.token_type`), which moved into [`Model::tokenizer`].
+    /// `.scores`, `.token_type`), which moved into [`Model::tokenizer`]. The model keeps only the
+    /// data section, so tensor offsets count from its start (`data_offset` is 0).
     pub fn gguf(&self) -> &GgufFile {
         &self.gguf
     }
@@ -101,9 +110,14 @@ impl Model {
         chat::ChatFormat::new(&self.gguf, &self.tokenizer)
     }
 
-    /// Size of the file buffer the weights live in.
+    /// Size of the GGUF file the model was loaded from.
     pub fn file_size(&self) -> usize {
-        self.file.len()
+        self.file_size
+    }
+
+    /// A hash of the file's header and its length: what a saved session is checked against.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 
     /// Total number of weights (elements of every tensor in the file).
@@ -119,6 +133,28 @@ impl Model {
     pub fn session(&self, context: usize) -> Result<Session> {
         Session::new(self, context.clamp(1, self.config.context_length.max(1)))
     }
+}
+
+/// Drops the header (metadata and tensor table, parsed into `g` by now) from the front of
+/// `bytes` and rebases `g`'s tensor offsets onto what is left. In wasm, memory once written stays
+/// resident and the header is the vocabulary's few megabytes: handed back to the allocator, it
+/// is where the tokenizer's tables and the first scratch buffers land instead of fresh pages.
+/// The data keeps its alignment: `data_offset` is a multiple of the file's alignment.
+fn drop_header(bytes: &mut Vec<u8>, g: &mut GgufFile) -> Result<()> {
+    let head = g.data_offset.min(bytes.len());
+    for t in &mut g.tensors {
+        t.offset = t
+            .offset
+            .checked_sub(head)
+            .ok_or_else(|| Error::InvalidGguf {
+                offset: t.offset as u64,
+                reason: format!("tensor {:?} starts inside the header", t.name),
+            })?;
+    }
+    g.data_offset -= head;
+    bytes.drain(..head);
+    bytes.shrink_to_fit(); // in place: dlmalloc splits the block and frees its tail
+    Ok(())
 }
 
 /// The SPM tokenizer described by a GGUF file's `tokenizer.ggml.*` keys.

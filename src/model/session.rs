@@ -5,8 +5,6 @@
 //! [`Session::truncate`] the first `n` positions are exactly what a fresh evaluation of those
 //! tokens would store, and later writes overwrite the rest.
 
-use std::sync::Arc;
-
 use half::f16;
 
 use super::kv_cache::KvCache;
@@ -143,7 +141,7 @@ impl Session {
             .ok_or_else(|| Error::overflow("saved session", &[rows, 2]))?;
         let mut out: Vec<u8> = try_with_capacity(size)?;
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&model_fingerprint(model).to_le_bytes());
+        out.extend_from_slice(&model.fingerprint().to_le_bytes());
         for v in [n_layer, kv_dim, n] {
             out.extend_from_slice(&(v as u32).to_le_bytes());
         }
@@ -167,7 +165,7 @@ impl Session {
     /// when they are not a saved session or were damaged (checked before anything changes).
     pub fn load(&mut self, model: &Model, bytes: &[u8]) -> Result<()> {
         let body = check_envelope(bytes)?;
-        if read_u64(body, 8) != model_fingerprint(model) {
+        if read_u64(body, 8) != model.fingerprint() {
             return Err(Error::SessionMismatch {
                 reason: "the session was saved with another model file".into(),
             });
@@ -270,8 +268,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// Names a model file: FNV-1a of its header (metadata and tensor table, everything before the
 /// data) mixed with the file length, so another file — or another quantization — differs.
-fn model_fingerprint(model: &Model) -> u64 {
-    let file: &Arc<Vec<u8>> = &model.file;
-    let head = &file[..model.gguf.data_offset.min(file.len())];
-    fnv1a(head) ^ (file.len() as u64).rotate_left(32)
+pub(crate) fn file_fingerprint(head: &[u8], file_len: usize) -> u64 {
+    fnv1a(head) ^ (file_len as u64).rotate_left(32)
 }

@@ -197,9 +197,10 @@ impl Tokenizer {
         config: TokenizerConfig,
     ) -> Result<Tokenizer> {
         let tokens: StrArray = tokens.into();
+        let n = tokens.len();
         let (scores, types) = checked_arrays(&tokens, scores, types)?;
-        check_config(&config, tokens.len())?;
-        let (arena, offsets) = text_arena(&tokens)?;
+        check_config(&config, n)?;
+        let (arena, offsets) = text_arena(tokens)?;
         let attrs: Vec<u8> = types.iter().map(|t| t.attr()).collect();
         let mut tok = Tokenizer {
             arena,
@@ -207,7 +208,7 @@ impl Tokenizer {
             scores,
             types,
             attrs,
-            index: TextIndex::with_capacity(tokens.len()),
+            index: TextIndex::with_capacity(n),
             specials: Specials::default(),
             byte_tokens: Box::new([NONE; 256]),
             config,
@@ -647,8 +648,9 @@ fn check_config(config: &TokenizerConfig, n: usize) -> Result<()> {
 }
 
 /// All token texts in one arena with `n + 1` offsets; empty texts are renamed as llama.cpp does,
-/// so every text is non-empty.
-fn text_arena(tokens: &StrArray) -> Result<(Vec<u8>, Vec<u32>)> {
+/// so every text is non-empty. Without empty texts the array's own text is the arena (no copy:
+/// in wasm a transient copy of the vocabulary would stay resident).
+fn text_arena(tokens: StrArray) -> Result<(Vec<u8>, Vec<u32>)> {
     let n = tokens.len();
     let total = tokens
         .iter()
@@ -668,9 +670,14 @@ fn text_arena(tokens: &StrArray) -> Result<(Vec<u8>, Vec<u32>)> {
             "the token texts exceed the 4 GiB arena".into(),
         ));
     };
-    let mut arena = try_with_capacity(total)?;
     let mut offsets = try_with_capacity(n + 1)?;
     offsets.push(0u32);
+    if tokens.iter().all(|t| !t.is_empty()) {
+        let (text, ends) = tokens.into_parts();
+        offsets.extend(ends.iter().map(|&e| e as u32)); // e <= total <= u32::MAX
+        return Ok((text.into_bytes(), offsets));
+    }
+    let mut arena = try_with_capacity(total)?;
     for (i, t) in tokens.iter().enumerate() {
         if t.is_empty() {
             arena.extend_from_slice(empty_name(i).as_bytes());
