@@ -397,10 +397,11 @@ function bindNew(raw) {
       return enter("profileTake", () => raw.profileTake(end));
     };
   }
-  if (raw.initThreadPool) {
-    api.initThreadPool = (n) => {
-      const threads = check.integer("initThreadPool", "n", n, 1, 1024);
-      return enter("initThreadPool", () => raw.initThreadPool(threads));
+  for (const name of ["initThreadPool", "startThreads"]) {
+    if (!raw[name]) continue;
+    api[name] = (n) => {
+      const threads = check.integer(name, "n", n, 1, 1024);
+      return enter(name, () => raw[name](threads));
     };
   }
   return api;

@@ -81,6 +81,7 @@ export async function loadKopitiam({ build = "auto", threads = "auto", wasm } = 
   }
   const module = bind(await BUILDS[chosen]());
   const exports = await module.default(wasm === undefined ? undefined : { module_or_path: wasm });
-  if (THREADED.has(chosen)) await module.initThreadPool(n);
+  // n threads: this one and n − 1 pool Workers (each Worker is an isolate of its own).
+  if (THREADED.has(chosen)) await module.startThreads(n);
   return { build: chosen, threads: THREADED.has(chosen) ? n : 1, module, memory: exports.memory };
 }

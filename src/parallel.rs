@@ -10,13 +10,40 @@
 //! sleeping workers (about a millisecond per call in Chromium, measured) each time, so inside
 //! [`with_team`] the calling thread leads and `threads − 1` helpers spin on an atomic generation
 //! counter, picking up each loop within a microsecond, as llama.cpp's threadpool does.
+//!
+//! In the browser, `startThreads(n)` ([`set_width`]) starts only `n − 1` workers: the calling
+//! thread is the n-th and leads every loop, the plain ones too. Each Web Worker is a V8 isolate
+//! of its own (~5 MiB of the tab, measured), so a pool that also covered the caller would keep
+//! one asleep for nothing.
+
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Threads that compute as `startThreads(n)` set them (the caller plus `n − 1` pool workers);
+/// 0 when the pool was started with `initThreadPool` and every pool thread counts.
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+static WIDTH: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes `n` the number of threads that compute: the calling thread and the `n − 1` workers of
+/// a pool started for them (`startThreads(n)` in the bindings).
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+pub fn set_width(n: usize) {
+    WIDTH.store(n.max(1), Ordering::SeqCst);
+}
 
 /// How many threads work may be split over.
 ///
 /// In the threaded wasm build, call `initThreadPool(n)` before the first op: rayon's pool is
 /// global, and touching it first makes rayon settle for one thread on the current one.
 pub fn num_threads() -> usize {
-    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    #[cfg(all(target_arch = "wasm32", feature = "threads"))]
+    {
+        match WIDTH.load(Ordering::SeqCst) {
+            0 => rayon::current_num_threads(),
+            n => n,
+        }
+    }
+    #[cfg(not(target_arch = "wasm32"))]
     {
         rayon::current_num_threads()
     }
@@ -50,23 +77,37 @@ where
     F: Fn(usize, &mut [T]) + Sync + Send,
 {
     let chunk_len = chunk_len.max(1);
-    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-    {
-        if team::active() {
-            team::for_each_chunk_mut(data, chunk_len, &f);
-            return;
-        }
-        use rayon::prelude::*;
-        data.par_chunks_mut(chunk_len)
-            .enumerate()
-            .for_each(|(i, c)| f(i, c));
+    #[cfg(all(target_arch = "wasm32", feature = "threads"))]
+    if WIDTH.load(Ordering::SeqCst) > 1 {
+        // The pool leaves this thread a share: lead the loop (or join the team already leading).
+        team::run(|| chunks_in_team_or_pool(data, chunk_len, &f));
+        return;
     }
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    chunks_in_team_or_pool(data, chunk_len, &f);
     #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
     {
         data.chunks_mut(chunk_len)
             .enumerate()
             .for_each(|(i, c)| f(i, c));
     }
+}
+
+/// The chunks of [`for_each_chunk_mut`] as the leader's team job, or else on rayon's pool.
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+fn chunks_in_team_or_pool<T: Send>(
+    data: &mut [T],
+    chunk_len: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    if team::active() {
+        team::for_each_chunk_mut(data, chunk_len, f);
+        return;
+    }
+    use rayon::prelude::*;
+    data.par_chunks_mut(chunk_len)
+        .enumerate()
+        .for_each(|(i, c)| f(i, c));
 }
 
 /// Runs `f` on this thread with the team's helpers standing by for its parallel loops (see the
@@ -88,9 +129,10 @@ pub fn with_team<R>(f: impl FnOnce() -> R) -> R {
 mod team {
     //! The calling thread leads; `threads − 1` helpers, started as rayon tasks, spin on a
     //! generation counter for the leader's jobs and stay for [`LINGER_MS`] after the last one, so
-    //! a decode loop (one forward pass per token) finds them awake and never pays a wake-up. One
-    //! pool thread stays free for ordinary rayon work, and the leader plus helpers never
-    //! outnumber the pool.
+    //! a decode loop (one forward pass per token) finds them awake and never pays a wake-up.
+    //! Natively and after `initThreadPool`, one pool thread stays free for ordinary rayon work
+    //! and the leader plus helpers never outnumber the pool; after `startThreads` the pool is
+    //! exactly the helpers, and the leader leads the plain loops too.
     use std::cell::Cell;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
@@ -141,7 +183,9 @@ mod team {
     }
 
     pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
-        let helpers = rayon::current_num_threads().saturating_sub(1);
+        let helpers = super::num_threads()
+            .saturating_sub(1)
+            .min(rayon::current_num_threads());
         if helpers == 0
             || active()
             || rayon::current_thread_index().is_some()

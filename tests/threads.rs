@@ -1,5 +1,6 @@
 //! The threaded build (`--features threads`, atomics + shared memory) in a dedicated worker with
-//! a wasm-bindgen-rayon pool of 2: results are the same bytes a single thread computes.
+//! two threads of compute, as the engine starts them (`startThreads(2)`: this thread leads, a
+//! wasm-bindgen-rayon pool of one helps): results are the same bytes a single thread computes.
 //! Run by `npm test` through scripts/test-threads.sh; compiled to nothing elsewhere.
 #![cfg(all(target_arch = "wasm32", feature = "threads"))]
 
@@ -19,9 +20,9 @@ wasm_bindgen_test_configure!(run_in_dedicated_worker);
 async fn pool_of_two() {
     static STARTED: AtomicBool = AtomicBool::new(false);
     if !STARTED.swap(true, Ordering::SeqCst) {
-        JsFuture::from(kopitiam_wasm::js::init_thread_pool(2))
+        JsFuture::from(kopitiam_wasm::js::start_threads(2))
             .await
-            .expect("initThreadPool(2)");
+            .expect("startThreads(2)");
     }
     assert_eq!(num_threads(), 2);
 }

@@ -24,10 +24,21 @@ pub use model::{JsModel, JsSession, ModelLoader};
 pub use ocr::{JsOcrModel, JsOcrModelLoader};
 pub use tensor::JsTensor;
 
-/// `initThreadPool(n): Promise<void>` — starts `n` Web Workers for the threaded build. Call it
-/// once, before the first op, from a page that is `crossOriginIsolated`.
+/// `initThreadPool(n): Promise<void>` — starts a rayon pool of `n` Web Workers for the threaded
+/// build, the calling thread waiting while they work. Call it (or [`start_threads`]) once,
+/// before the first op, from a Worker of a `crossOriginIsolated` page.
 #[cfg(feature = "threads")]
 pub use wasm_bindgen_rayon::init_thread_pool;
+
+/// `startThreads(n): Promise<void>` — `n` threads of compute: the calling thread, which leads
+/// every parallel loop, and a pool of `n − 1` Web Workers (one, left idle, when `n = 1`). What
+/// the engine uses: a tab holds one Worker less than with `initThreadPool(n)`.
+#[cfg(feature = "threads")]
+#[wasm_bindgen(js_name = startThreads)]
+pub fn start_threads(n: usize) -> js_sys::Promise {
+    crate::parallel::set_width(n);
+    init_thread_pool(n.saturating_sub(1).max(1))
+}
 
 use wasm_bindgen::prelude::*;
 
