@@ -289,6 +289,7 @@ function bindNew(raw) {
   for (const [name, spec] of Object.entries({
     tokenize: ["text", "addSpecial?", "parseSpecial?"], detokenize: ["ids", "special?"],
     isEndOfGeneration: ["id"], formatChat: ["messages", "enableThinking?"], chatTokens: ["messages", "enableThinking?"],
+    warmUp: [],
   })) {
     Model.prototype[name] = method(Model, raw.Model, name, spec, text);
   }

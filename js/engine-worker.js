@@ -38,6 +38,7 @@ const handlers = {
     dropModel();
     const loader = await loadFile((size) => new kw.ModelLoader(size), msg, signal);
     model = loader.finish();
+    model.warmUp(); // the first prompt then runs optimised code (Model.warmUp in src/js/model.rs)
     contextSize = Math.min(model.info.contextLength, msg.contextLength ?? DEFAULT_CONTEXT);
     return modelInfo();
   },

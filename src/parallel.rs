@@ -77,19 +77,50 @@ where
     F: Fn(usize, &mut [T]) + Sync + Send,
 {
     let chunk_len = chunk_len.max(1);
-    #[cfg(all(target_arch = "wasm32", feature = "threads"))]
-    if WIDTH.load(Ordering::SeqCst) > 1 {
-        // The pool leaves this thread a share: lead the loop (or join the team already leading).
-        team::run(|| chunks_in_team_or_pool(data, chunk_len, &f));
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    if !is_alone() {
+        #[cfg(all(target_arch = "wasm32", feature = "threads"))]
+        if WIDTH.load(Ordering::SeqCst) > 1 {
+            // The pool leaves this thread a share: lead the loop (or join the team leading).
+            team::run(|| chunks_in_team_or_pool(data, chunk_len, &f));
+            return;
+        }
+        chunks_in_team_or_pool(data, chunk_len, &f);
         return;
     }
+    data.chunks_mut(chunk_len)
+        .enumerate()
+        .for_each(|(i, c)| f(i, c));
+}
+
+/// Runs `f` with every parallel loop it starts kept on this thread, leaving the other cores
+/// free (for the browser's optimising compiler: see `Model::warm_up`).
+#[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model only
+pub fn alone<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-    chunks_in_team_or_pool(data, chunk_len, &f);
-    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
-    {
-        data.chunks_mut(chunk_len)
-            .enumerate()
-            .for_each(|(i, c)| f(i, c));
+    let _restore = solo::Restore(solo::ALONE.with(|a| a.replace(true)));
+    f()
+}
+
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+fn is_alone() -> bool {
+    solo::ALONE.with(std::cell::Cell::get)
+}
+
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+mod solo {
+    thread_local! {
+        /// Inside [`super::alone`] on this thread.
+        pub(super) static ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Puts the flag back as it was when `alone` ends, even by unwinding.
+    pub(super) struct Restore(pub(super) bool);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ALONE.with(|a| a.set(self.0));
+        }
     }
 }
 
@@ -187,6 +218,7 @@ mod team {
             .saturating_sub(1)
             .min(rayon::current_num_threads());
         if helpers == 0
+            || super::is_alone()
             || active()
             || rayon::current_thread_index().is_some()
             || LEADING
@@ -317,6 +349,37 @@ mod team {
         JOB.store(0, SeqCst);
         while HOLDING.load(SeqCst) != 0 {
             core::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::thread::{self, ThreadId};
+
+    /// Threads that ran the chunks of one loop over 64 elements in 64 chunks.
+    fn threads_of_a_loop() -> Vec<ThreadId> {
+        let seen = Mutex::new(Vec::new());
+        let mut data = vec![0u32; 64];
+        for_each_chunk_mut(&mut data, 1, |i, c| {
+            c[0] = i as u32;
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            seen.lock().unwrap().push(thread::current().id());
+        });
+        assert!(data.iter().enumerate().all(|(i, &v)| v == i as u32));
+        seen.into_inner().unwrap()
+    }
+
+    #[test]
+    fn alone_keeps_every_chunk_on_the_calling_thread_and_ends() {
+        let me = thread::current().id();
+        assert!(alone(threads_of_a_loop).iter().all(|&t| t == me));
+        assert!(!is_alone());
+        if num_threads() > 1 {
+            // Outside `alone` the loop goes to rayon's pool, none of whose threads is this one.
+            assert!(threads_of_a_loop().iter().any(|&t| t != me));
         }
     }
 }

@@ -392,3 +392,25 @@ fn decoded_tokens_equal_the_rows_of_one_pass() {
         }
     }
 }
+
+/// `Model::warm_up` (the engine runs it after loading) leaves nothing behind: a session's logits
+/// afterwards are the bits a session computed before it gives.
+#[test]
+fn warm_up_changes_no_result() {
+    let model = Model::load(GEMMA.to_vec()).unwrap();
+    let prompt = model
+        .tokenizer()
+        .encode("The cat sat on the mat", true, true);
+    let logits = |model: &Model| {
+        let mut s = model.session(64).unwrap();
+        s.eval(model, &prompt, Logits::Last).unwrap().to_vec()
+    };
+    let before = logits(&model);
+    model.warm_up().unwrap();
+    let after = logits(&model);
+    assert!(before
+        .iter()
+        .zip(&after)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    assert_eq!(before.len(), model.config().n_vocab);
+}

@@ -193,6 +193,13 @@ impl JsModel {
             .tokens(&list, true, enable_thinking)?)
     }
 
+    /// Runs the model once on a throwaway session (`Model::warm_up`): the engine calls it after
+    /// loading, so the browser has the kernels compiled before the first prompt.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up(&self) -> JsResult<()> {
+        Ok(self.model.warm_up()?)
+    }
+
     /// A session with a KV cache for `context` positions (1 ..= the model's context length).
     #[wasm_bindgen(js_name = createSession)]
     pub fn create_session(&self, context: usize) -> JsResult<JsSession> {
