@@ -7,6 +7,8 @@
 //   LONG_RUNS=3 …   runs per side of the long prompt (the prompt ten times, 2048-token context;
 //                   default 3 for the Q4_0 file, 0 otherwise), each with its time to first token
 //   CTX4096=1 …     one memory run of ours with a 4096-token context (default on for Q4_0)
+//   PAIR_RUNS=2 …   runs of two single-thread engines at once against one alone (the two-core
+//                   bound for our 2-thread ratios; default 2 when THREADS has 2, else 0)
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
@@ -31,6 +33,7 @@ const THREADS = (process.env.THREADS ?? "1,2").split(",").map(Number);
 const RUN_TIMEOUT_MS = 1000 * Number(process.env.RUN_TIMEOUT_S ?? 240);
 const LONG_RUNS = Number(process.env.LONG_RUNS ?? (QUANT === "Q4_0" ? 3 : 0));
 const CTX4096 = (process.env.CTX4096 ?? (QUANT === "Q4_0" ? "1" : "0")) === "1";
+const PAIR_RUNS = Number(process.env.PAIR_RUNS ?? (THREADS.includes(2) ? 2 : 0));
 /** The prompt kinds: the bench prompt in a 1024-token context (both sides' default), the same
  * text ten times (as bench:long) in 2048, and the bench prompt in a 4096-token context. */
 const KINDS = {
@@ -143,6 +146,30 @@ async function readCeiling(threads) {
   }
 }
 
+/** Two single-thread engines at once against one alone (www/bench/pair.js): `{ lone, pair }`,
+ * or null (the failure printed). */
+async function pairRun() {
+  await settle();
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const q = new URLSearchParams({ model: MODEL_URL, prompt: PROMPT, maxTokens: MAX_TOKENS });
+    await page.goto(`${base}/www/bench/pair.html?${q}`);
+    await page.waitForFunction(() => window.kopitiamResult, null, { timeout: RUN_TIMEOUT_MS, polling: 200 });
+    const r = await page.evaluate(() => window.kopitiamResult);
+    if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
+    const f = ({ prefill, decode }) => `${prefill.toFixed(1)}/${decode.toFixed(1)}`;
+    console.log(`  pair: one alone ${f(r.lone)} tok/s (prefill/decode), two at once ${r.pair.map(f).join(" + ")}`);
+    return r;
+  } catch (e) {
+    console.error(`  pair: ${e.message}`);
+    return null;
+  } finally {
+    await context.close();
+  }
+}
+const pairs = [];
+
 /** One run of a non-default kind, its failure recorded rather than retried. */
 async function tryRun(side, threads, memory, kind, i) {
   try {
@@ -202,6 +229,7 @@ try {
     if (CTX4096) record(await tryRun("ours", threads, true, "ctx4096", 0));
     ceilings[threads]?.push(await readCeiling(threads));
   }
+  for (let i = 0; i < PAIR_RUNS; i++) pairs.push(await pairRun());
   cores = execFileSync("nproc").toString().trim();
   cpu = (readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/) ?? [])[1] ?? "?";
 } finally {
@@ -255,8 +283,8 @@ const lines = [
   "n_gpu_layers 0; `createCompletion` with temperature 0, top_k 1); its speeds are llama.cpp's own",
   "`timings`. Ours is `createEngine` + `loadModel` + `complete` with a 1024-token context (1 thread: the single-thread relaxed-SIMD",
   "build; 2: the threaded build), speeds from `stats`. *Load* is everything before the first prompt can",
-  "run (worker and wasm start-up, download, parse; wllama also copies the file to OPFS and runs a",
-  "warm-up decode). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
+  "run (worker and wasm start-up, download, parse, and on both sides a warm-up pass; wllama also copies the",
+  "file to OPFS). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
   `workers), sampled every 100 ms, minus an empty page of the same origin (${fmt(emptyKiB / 1024)} MiB); wllama's`,
   "OPFS copy lives outside the renderers and is not counted. Every run has a fresh browser context;",
   `sides alternate; speeds are medians of ${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further`,
@@ -311,6 +339,19 @@ if (ceilingParts.length) {
     "",
     "Decode against the read ceiling measured in this run (a plain SIMD128 loop that only reads 160 MiB, in as many",
     `Workers at once as threads, before and after that thread count's runs; www/bench/read-ceiling.js): ${ceilingParts.join("; ")}.`,
+  );
+}
+const pairOk = pairs.filter(Boolean);
+if (pairOk.length) {
+  // Per run: the two engines' summed rate over the lone one's; then the median of the runs.
+  const bound = (k) => median(pairOk.map((r) => (r.pair[0][k] + r.pair[1][k]) / r.lone[k]));
+  const team = (k) => (cells.ours1 && cells.ours2 ? `; our 2-thread team reached ${fmt(cells.ours2[k] / cells.ours1[k], 2)} × our 1 thread` : "");
+  lines.push(
+    "",
+    "Two cores without a team (www/bench/pair.js): two single-thread engines, each in its own Worker with its own",
+    "model, complete the prompt at once, against one of them alone in the same page just before. Their summed rate",
+    `over the lone one's (median of ${pairOk.length} run(s)) is what two cores give this work with nothing shared:`,
+    `prefill **${fmt(bound("prefill"), 2)}** ×${team("prefill")}; decode **${fmt(bound("decode"), 2)}** ×${team("decode")}.`,
   );
 }
 if (LONG_RUNS > 0) {
