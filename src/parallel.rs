@@ -2,7 +2,8 @@
 //!
 //! Natively the pool is rayon's global pool. In the browser the single-thread build runs
 //! everything inline; the threaded build (`threads` feature) runs rayon on wasm-bindgen-rayon's
-//! Web Worker pool, which JavaScript starts with `await initThreadPool(n)` before the first op.
+//! Web Worker pool, which JavaScript starts with `await startThreads(n)` (or `initThreadPool`)
+//! before the first op.
 //! Work is split so that each output element is written by exactly one thread in a fixed order,
 //! so results are bit-identical whatever the number of threads.
 //!
@@ -33,8 +34,9 @@ pub fn set_width(n: usize) {
 
 /// How many threads work may be split over.
 ///
-/// In the threaded wasm build, call `initThreadPool(n)` before the first op: rayon's pool is
-/// global, and touching it first makes rayon settle for one thread on the current one.
+/// In the threaded wasm build, call `startThreads(n)` (or `initThreadPool(n)`) before the first
+/// op: rayon's pool is global, and touching it first makes rayon settle for one thread on the
+/// current one.
 pub fn num_threads() -> usize {
     #[cfg(all(target_arch = "wasm32", feature = "threads"))]
     {
