@@ -159,7 +159,7 @@ async function pairRun() {
     const r = await page.evaluate(() => window.kopitiamResult);
     if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
     const f = ({ prefill, decode }) => `${prefill.toFixed(1)}/${decode.toFixed(1)}`;
-    console.log(`  pair: one alone ${f(r.lone)} tok/s (prefill/decode), two at once ${r.pair.map(f).join(" + ")}`);
+    console.log(`  pair: alone ${f(r.lone)} tok/s (prefill/decode, mean of two), two at once ${r.pair.map(f).join(" + ")}`);
     return r;
   } catch (e) {
     console.error(`  pair: ${e.message}`);
@@ -349,8 +349,8 @@ if (pairOk.length) {
   lines.push(
     "",
     "Two cores without a team (www/bench/pair.js): two single-thread engines, each in its own Worker with its own",
-    "model, complete the prompt at once, against one of them alone in the same page just before. Their summed rate",
-    `over the lone one's (median of ${pairOk.length} run(s)) is what two cores give this work with nothing shared:`,
+    "model, complete the prompt at once, against each alone in the same page (one just before, one just after). Their",
+    `summed rate over the lone runs' mean (median of ${pairOk.length} run(s)) is what two cores give this work with nothing shared:`,
     `prefill **${fmt(bound("prefill"), 2)}** ×${team("prefill")}; decode **${fmt(bound("decode"), 2)}** ×${team("decode")}.`,
   );
 }
