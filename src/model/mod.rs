@@ -132,8 +132,8 @@ impl Model {
     /// Runs the forward pass on a throwaway session, on this thread alone: a batch of eight
     /// tokens and one decoded token, so every kernel a prompt and a decode step use has run. In
     /// the browser that makes them hot, and V8 compiles their optimised code on a core our threads
-    /// leave free instead of under the first prompt, which on two threads ran up to 1.5 × slower
-    /// (llama.cpp warms up after loading too). About 0.1–0.2 s for Gemma 3 270M.
+    /// leave free instead of under the first prompt, which on two threads ran 1.3–1.4 × slower
+    /// than later ones (llama.cpp warms up after loading too). About 0.1–0.2 s for Gemma 3 270M.
     pub fn warm_up(&self) -> Result<()> {
         let mut session = self.session(16)?;
         let batch = session.capacity().saturating_sub(1).min(8); // a tiny context leaves fewer
