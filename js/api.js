@@ -398,11 +398,17 @@ function bindNew(raw) {
       return enter("profileTake", () => raw.profileTake(end));
     };
   }
+  // rayon's pool is global: whichever of the two starts it, a second start would spawn Workers
+  // and then fail inside wasm, so it is refused here first.
+  let threadsStarted = false;
   for (const name of ["initThreadPool", "startThreads"]) {
     if (!raw[name]) continue;
     api[name] = (n) => {
       const threads = check.integer(name, "n", n, 1, 1024);
-      return enter(name, () => raw[name](threads));
+      if (threadsStarted) throw invalidArgument(name, "the threads are already started");
+      const started = enter(name, () => raw[name](threads));
+      threadsStarted = true;
+      return started;
     };
   }
   return api;

@@ -26,10 +26,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 static WIDTH: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes `n` the number of threads that compute: the calling thread and the `n − 1` workers of
-/// a pool started for them (`startThreads(n)` in the bindings).
+/// a pool started for them (`startThreads(n)` in the bindings). Only once: `false` (and nothing
+/// changed) when a width was set before, since the pool it was set for cannot be restarted.
 #[cfg(all(target_arch = "wasm32", feature = "threads"))]
-pub fn set_width(n: usize) {
-    WIDTH.store(n.max(1), Ordering::SeqCst);
+pub fn set_width(n: usize) -> bool {
+    WIDTH
+        .compare_exchange(0, n.max(1), Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
 }
 
 /// How many threads work may be split over.

@@ -20,10 +20,13 @@ wasm_bindgen_test_configure!(run_in_dedicated_worker);
 async fn pool_of_two() {
     static STARTED: AtomicBool = AtomicBool::new(false);
     if !STARTED.swap(true, Ordering::SeqCst) {
-        JsFuture::from(kopitiam_wasm::js::start_threads(2))
+        JsFuture::from(kopitiam_wasm::js::start_threads(2).expect("the first start"))
             .await
             .expect("startThreads(2)");
     }
+    assert_eq!(num_threads(), 2);
+    // The pool starts once: a second start is an error and changes nothing.
+    assert!(kopitiam_wasm::js::start_threads(3).is_err());
     assert_eq!(num_threads(), 2);
 }
 

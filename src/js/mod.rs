@@ -33,11 +33,17 @@ pub use wasm_bindgen_rayon::init_thread_pool;
 /// `startThreads(n): Promise<void>` — `n` threads of compute: the calling thread, which leads
 /// every parallel loop, and a pool of `n − 1` Web Workers (one, left idle, when `n = 1`). What
 /// the engine uses: a tab holds one Worker less than with `initThreadPool(n)`.
+/// A second call is an `InvalidArgument` error: rayon's pool is global and starts once.
 #[cfg(feature = "threads")]
 #[wasm_bindgen(js_name = startThreads)]
-pub fn start_threads(n: usize) -> js_sys::Promise {
-    crate::parallel::set_width(n);
-    init_thread_pool(n.saturating_sub(1).max(1))
+pub fn start_threads(n: usize) -> Result<js_sys::Promise, JsValue> {
+    if !crate::parallel::set_width(n) {
+        return Err(error::invalid(
+            "startThreads",
+            "the threads are already started",
+        ));
+    }
+    Ok(init_thread_pool(n.saturating_sub(1).max(1)))
 }
 
 use wasm_bindgen::prelude::*;

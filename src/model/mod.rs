@@ -167,7 +167,7 @@ fn drop_header(bytes: &mut Vec<u8>, g: &mut GgufFile) -> Result<()> {
                 reason: format!("tensor {:?} starts inside the header", t.name),
             })?;
     }
-    g.data_offset -= head;
+    g.data_offset = 0;
     bytes.drain(..head);
     bytes.shrink_to_fit(); // in place: dlmalloc splits the block and frees its tail
     Ok(())
