@@ -589,15 +589,34 @@ mod f32_kernels {
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     #[test]
-    fn four_way_dot_and_axpy_equal_four_single_calls() {
+    fn grid_dot_and_four_way_axpy_equal_single_calls() {
         let mut rng = Rng::new(23);
         for n in [0, 1, 5, 8, 31, 256, 257] {
             let xs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
             let xr = [&xs[0][..], &xs[1][..], &xs[2][..], &xs[3][..]];
             let y = rng.vec(n, 3.0);
-            let got = k::dot4(xr, &y);
-            for (j, g) in got.iter().enumerate() {
-                assert_eq!(g.to_bits(), s::dot(xr[j], &y).to_bits(), "dot4 n={n} k={j}");
+            let y2 = rng.vec(n, 3.0);
+            let grids = [
+                k::dot_grid(xr, [&y[..]]).concat(),
+                k::dot_grid(xr, [&y[..], &y2]).concat(),
+                k::dot_grid([xr[0]], [xr[1], &y, xr[2], &y2]).concat(),
+            ];
+            let pairs = [
+                (0..4).map(|h| (xr[h], &y[..])).collect::<Vec<_>>(),
+                [&y[..], &y2]
+                    .iter()
+                    .flat_map(|r| xr.map(|x| (x, *r)))
+                    .collect(),
+                [xr[1], &y, xr[2], &y2].map(|r| (xr[0], r)).to_vec(),
+            ];
+            for (got, want) in grids.iter().zip(&pairs) {
+                for (i, (g, (x, r))) in got.iter().zip(want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        s::dot(x, r).to_bits(),
+                        "dot_grid n={n} entry {i}"
+                    );
+                }
             }
             let a = [0.3, -1.7, 2.5, 0.01];
             let (mut p, mut q) = (y.clone(), y.clone());

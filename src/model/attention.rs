@@ -11,7 +11,7 @@
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{axpy, axpy4, axpy4x4, dot, dot4, exp_sum};
+use crate::ops::kernels::{axpy, axpy4, axpy4x4, dot_grid, exp_sum};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -115,7 +115,7 @@ fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_
 
 /// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.
 /// Query heads that share a KV head go four at a time, so each key and value row is read once per
-/// four heads (`dot4`), and each output row once per four positions (`axpy4`); both give the
+/// four heads (`dot_grid`), and each output row once per four positions (`axpy4`); both give the
 /// same bits as one head and one position at a time. `scores` holds `4 × positions.len()`.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
@@ -138,13 +138,8 @@ fn attend(
         let kv = kvh * hd..(kvh + 1) * hd;
         let heads = &q[h * hd..(h + take) * hd];
         let sc = &mut scores[..take * len];
-        let mut s = [0.0; 4];
-        for j in 0..len {
-            head_scores(heads, &cache.key(il, lo + j)[kv.clone()], &mut s[..take]);
-            for (t, &v) in s[..take].iter().enumerate() {
-                sc[t * len + j] = v;
-            }
-        }
+        let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
+        head_scores(heads, take, len, key, |j, t, v| sc[t * len + j] = v);
         sc.chunks_exact_mut(len.max(1)).for_each(softmax);
         let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
         heads_weighted_sum(sc, len, take, value, &mut out[h * hd..(h + take) * hd]);
@@ -181,10 +176,9 @@ fn attend_split(
         // by_position[j·take + t] = q_t · k_j
         let block = take * POSITION_BLOCK;
         parallel::for_each_chunk_mut(&mut by_position[..take * len], block, |b, chunk| {
-            for (jj, s) in chunk.chunks_exact_mut(take).enumerate() {
-                let j = lo + b * POSITION_BLOCK + jj;
-                head_scores(heads, &cache.key(il, j)[kv.clone()], s);
-            }
+            let key = |j: usize| &cache.key(il, lo + b * POSITION_BLOCK + j)[kv.clone()];
+            let n = chunk.len() / take;
+            head_scores(heads, take, n, key, |j, t, v| chunk[j * take + t] = v);
         });
         let p = &mut by_head[..take * len];
         for (t, row) in p.chunks_exact_mut(len.max(1)).enumerate() {
@@ -208,16 +202,49 @@ fn attend_split(
     }
 }
 
-/// `s[t] = q_t · k` for the one or four query heads in `heads` (`dot4` for four).
+/// `put(j, t, q_t · key(j))` for the one or four query heads `t` in `heads` and the rows
+/// `j < n`: four heads take two key rows at a time, one head four (`dot_grid`, whose chains
+/// then overlap), the tail one row at a time; every score has `dot`'s bits. Measured in
+/// Chromium against one key row at a time: a 1,060-token prompt's attention 1.69 → 1.46 ms a
+/// token (fastest of five); the decoded token's, which waits on reading the cache, unchanged.
 #[inline(always)]
-fn head_scores(heads: &[f32], k: &[f32], s: &mut [f32]) {
-    if let [s0, s1, s2, s3] = s {
-        let hd = k.len();
-        let qs = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
-        [*s0, *s1, *s2, *s3] = dot4(qs, k);
+fn head_scores<'c>(
+    heads: &[f32],
+    take: usize,
+    n: usize,
+    key: impl Fn(usize) -> &'c [f32],
+    mut put: impl FnMut(usize, usize, f32),
+) {
+    let hd = heads.len() / take;
+    let mut j = 0;
+    if take == 4 {
+        let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
+        while j + 2 <= n {
+            let s = dot_grid(qs, [key(j), key(j + 1)]);
+            s.iter()
+                .enumerate()
+                .for_each(|(r, s)| put4(&mut put, j + r, s));
+            j += 2;
+        }
+        for j in j..n {
+            put4(&mut put, j, &dot_grid(qs, [key(j)])[0]);
+        }
     } else {
-        s[0] = dot(heads, k);
+        while j + 4 <= n {
+            let s = dot_grid([heads], [key(j), key(j + 1), key(j + 2), key(j + 3)]);
+            s.iter().enumerate().for_each(|(r, s)| put(j + r, 0, s[0]));
+            j += 4;
+        }
+        for j in j..n {
+            put(j, 0, dot_grid([heads], [key(j)])[0][0]);
+        }
     }
+}
+
+/// `put(j, t, s[t])` for the four heads' scores of row `j`.
+#[inline(always)]
+fn put4(put: &mut impl FnMut(usize, usize, f32), j: usize, s: &[f32; 4]) {
+    s.iter().enumerate().for_each(|(t, &v)| put(j, t, v));
 }
 
 /// Softmax in place: the row then holds the weights `p_j / Σp`.

@@ -9,10 +9,10 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
-/// Four `dot`s against one shared `y` (attention: four query heads against one key row); each
-/// result has the bits of `dot(xs[k], y)`.
-pub fn dot4(xs: [&[f32]; 4], y: &[f32]) -> [f32; 4] {
-    xs.map(|x| dot(x, y))
+/// `out[r][h] = dot(xs[h], ys[r])`: every query head `h` against every key row `r` (attention's
+/// scores), each with `dot`'s bits.
+pub fn dot_grid<const H: usize, const R: usize>(xs: [&[f32]; H], ys: [&[f32]; R]) -> [[f32; H]; R] {
+    ys.map(|y| xs.map(|x| dot(x, y)))
 }
 
 /// `axpy(a[0], xs[0], y)` then `a[1], xs[1]` … `a[3], xs[3]`: the same bits as the four calls

@@ -132,33 +132,26 @@ fn f16_to_f32_4(h: v128) -> v128 {
     v128_or(bits, u32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16))
 }
 
-/// See `scalar::dot4`: four independent accumulator chains (one per `x`) instead of one, so the
-/// adds overlap; each chain is `dot`'s, so the bits are too.
-pub fn dot4(xs: [&[f32]; 4], y: &[f32]) -> [f32; 4] {
-    let n = y.len();
-    if xs.iter().any(|x| x.len() != n) {
-        return super::scalar::dot4(xs, y);
+/// See `scalar::dot_grid`: one accumulator chain per (head, row) pair, each `dot`'s, so the bits
+/// are too. A lone chain waits on its add's latency every step; `H · R` chains (eight for four
+/// heads and two rows) overlap, and each `xs` load serves every row, each `ys` load every head.
+pub fn dot_grid<const H: usize, const R: usize>(xs: [&[f32]; H], ys: [&[f32]; R]) -> [[f32; H]; R] {
+    let n = xs.first().map_or(0, |x| x.len());
+    if xs.iter().any(|x| x.len() != n) || ys.iter().any(|y| y.len() != n) {
+        return super::scalar::dot_grid(xs, ys);
     }
     let body = n / 4 * 4;
-    let mut acc = [f32x4_splat(0.0); 4];
+    let mut acc = [[f32x4_splat(0.0); H]; R];
     for i in (0..body).step_by(4) {
-        let yv = load(&y[i..]);
-        for k in 0..4 {
-            acc[k] = f32x4_add(acc[k], f32x4_mul(load(&xs[k][i..]), yv));
+        let yv = ys.map(|y| load(&y[i..]));
+        for h in 0..H {
+            let x = load(&xs[h][i..]);
+            for r in 0..R {
+                acc[r][h] = f32x4_add(acc[r][h], f32x4_mul(x, yv[r]));
+            }
         }
     }
-    core::array::from_fn(|k| {
-        let mut lanes = [
-            f32x4_extract_lane::<0>(acc[k]),
-            f32x4_extract_lane::<1>(acc[k]),
-            f32x4_extract_lane::<2>(acc[k]),
-            f32x4_extract_lane::<3>(acc[k]),
-        ];
-        for (lane, i) in (body..n).enumerate() {
-            lanes[lane] += xs[k][i] * y[i];
-        }
-        (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
-    })
+    core::array::from_fn(|r| core::array::from_fn(|h| finish_dot(acc[r][h], xs[h], ys[r], body)))
 }
 
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
@@ -168,13 +161,15 @@ pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     for i in (0..body).step_by(4) {
         acc = f32x4_add(acc, f32x4_mul(load(&x[i..]), load(&y[i..])));
     }
-    let mut lanes = [
-        f32x4_extract_lane::<0>(acc),
-        f32x4_extract_lane::<1>(acc),
-        f32x4_extract_lane::<2>(acc),
-        f32x4_extract_lane::<3>(acc),
-    ];
-    for (lane, i) in (body..n).enumerate() {
+    finish_dot(acc, &x[..n], &y[..n], body)
+}
+
+/// A dot product's end in the shared order: the tail from `body` into lanes 0.., then
+/// `(acc0 + acc1) + (acc2 + acc3)`.
+#[inline(always)]
+fn finish_dot(acc: v128, x: &[f32], y: &[f32], body: usize) -> f32 {
+    let mut lanes = f32_lanes(acc);
+    for (lane, i) in (body..x.len()).enumerate() {
         lanes[lane] += x[i] * y[i];
     }
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
