@@ -562,6 +562,19 @@ fn activation_quantizer_equals_ref_bit_for_bit() {
     }
     halves[31] = 127.0;
     cases.push(halves);
+    // Either side of each half (and of 0.5 itself), where a rounding shortcut would slip.
+    let near: Vec<f32> = (-64..64)
+        .flat_map(|k| {
+            let h = k as f32 + 0.5;
+            [
+                f32::from_bits(h.to_bits() - 1),
+                f32::from_bits(h.to_bits() + 1),
+            ]
+        })
+        .collect();
+    for block in near.chunks_exact(31) {
+        cases.push(block.iter().copied().chain([127.0]).collect());
+    }
     cases.push(vec![0.0; 64]); // all zero: d = 0
     cases.push(vec![-3.0; 32]);
     cases.push((0..32).map(|i| if i == 5 { 1e30 } else { 1.0 }).collect());
@@ -570,6 +583,11 @@ fn activation_quantizer_equals_ref_bit_for_bit() {
             .map(|i| if i == 0 { f32::MIN_POSITIVE } else { 0.0 })
             .collect(),
     );
+    // Non-finite inputs: a NaN is passed over by the max and quantizes to 0; an infinity
+    // makes d infinite and id 0.
+    let mut odd = rng.vec(96, 4.0);
+    (odd[3], odd[40], odd[70], odd[71]) = (f32::NAN, f32::INFINITY, f32::NAN, f32::NEG_INFINITY);
+    cases.push(odd);
     for n in [32, 96, 640] {
         cases.push(rng.vec(n, 10.0));
     }

@@ -208,35 +208,39 @@ pub fn vec_dot_q8_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
 
 /// ggml's `quantize_row_q8_0_ref`, vectorised: `amax` is an exact max, `d = amax / 127` and
 /// `id = 1 / d` are the same scalar operations, and rounding is half away from zero like C's
-/// `roundf` (trunc, then step away from zero when the dropped fraction is >= 0.5; exact, since
-/// |x·id| <= 127 leaves the fraction representable).
+/// `roundf`.
+///
+/// The max is `pmax(m, |x|)` (`m < |x| ? |x| : m`) across lanes and then across the vector:
+/// one `maxps` each, where wasm's NaN-propagating `max` costs several instructions and a
+/// scalar `max` branches (a wasm test in Chromium, 106 rows of 640: ~100 → ~60 ns a block). From `m = 0` it passes
+/// a NaN over as the scalar twin's `f32::max` does.
 pub fn quantize_row_q8_0(x: &[f32], out: &mut [u8]) {
     for (xb, ob) in x.chunks_exact(32).zip(out.chunks_exact_mut(Q8_BYTES)) {
         let v: [v128; 8] = core::array::from_fn(|i| {
             let c = &xb[4 * i..4 * i + 4];
-            f32x4(c[0], c[1], c[2], c[3])
+            // SAFETY: `c` is four f32s; unaligned loads are allowed.
+            unsafe { v128_load(c.as_ptr() as *const v128) }
         });
-        let mut m = f32x4_abs(v[0]);
-        for vi in &v[1..] {
-            m = f32x4_max(m, f32x4_abs(*vi));
+        let mut m = f32x4_splat(0.0);
+        for vi in &v {
+            m = f32x4_pmax(m, f32x4_abs(*vi));
         }
-        let amax = f32x4_extract_lane::<0>(m)
-            .max(f32x4_extract_lane::<1>(m))
-            .max(f32x4_extract_lane::<2>(m))
-            .max(f32x4_extract_lane::<3>(m));
+        let m = f32x4_pmax(m, i32x4_shuffle::<2, 3, 0, 1>(m, m));
+        let amax = f32x4_extract_lane::<0>(f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m)));
         let d = amax / 127.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         ob[..2].copy_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
         let idv = f32x4_splat(id);
-        let half = f32x4_splat(0.5);
+        // 0.5's predecessor: `trunc(s ± 0.49999997)` rounds halves away from zero exactly for
+        // every f32 (checked over all of them), in four operations where trunc-and-step took eight.
+        let below_half = f32x4_splat(f32::from_bits(0.5f32.to_bits() - 1));
         let mut q32 = [i32x4_splat(0); 8];
         for (q, vi) in q32.iter_mut().zip(&v) {
             let s = f32x4_mul(*vi, idv);
-            let t = f32x4_trunc(s);
-            let away = f32x4_ge(f32x4_abs(f32x4_sub(s, t)), half);
-            // copysign(1, s) where the fraction rounds away, 0 elsewhere.
-            let one = v128_or(f32x4_splat(1.0), v128_and(s, f32x4_splat(-0.0)));
-            let r = f32x4_add(t, v128_and(one, away));
+            let r = f32x4_trunc(f32x4_add(
+                s,
+                v128_or(below_half, v128_and(s, f32x4_splat(-0.0))),
+            ));
             *q = i32x4_trunc_sat_f32x4(r);
         }
         let q16a = i16x8_narrow_i32x4(q32[0], q32[1]);
