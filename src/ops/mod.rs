@@ -25,5 +25,5 @@ mod unary;
 pub use int8::quantize_unit;
 pub use lut::{logistic_lut, tanh_lut};
 pub use nn::LstmState;
-pub use norm::rms_norm_row;
+pub use norm::{rms_norm_in_place, rms_norm_row, rms_scale};
 pub use unary::gelu_tanh;

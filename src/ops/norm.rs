@@ -82,10 +82,23 @@ impl Tensor {
 /// `scale = 1 / sqrtf(mean + eps)`, `y = (x · scale) · w`. The model's forward pass calls this
 /// directly on its scratch buffers.
 pub fn rms_norm_row(x: &[f32], w: &[f32], eps: f32, y: &mut [f32]) {
-    let sum = kernels::sum_squares(x);
-    let mean = (sum / x.len().max(1) as f64) as f32;
-    let scale = 1.0 / (mean + eps).sqrt();
+    let scale = rms_scale(x, eps);
     for ((y, &v), &w) in y.iter_mut().zip(x).zip(w) {
         *y = (v * scale) * w;
     }
+}
+
+/// [`rms_norm_row`] with `y = x`: the same bits, no second buffer.
+pub fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    let scale = rms_scale(x, eps);
+    for (v, &w) in x.iter_mut().zip(w) {
+        *v = (*v * scale) * w;
+    }
+}
+
+/// `1 / sqrtf(mean(x²) + eps)`, the factor of [`rms_norm_row`].
+pub fn rms_scale(x: &[f32], eps: f32) -> f32 {
+    let sum = kernels::sum_squares(x);
+    let mean = (sum / x.len().max(1) as f64) as f32;
+    1.0 / (mean + eps).sqrt()
 }

@@ -7,6 +7,7 @@
 use super::kernels::quantize_row_q8_0;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::parallel;
 use crate::quant::blocks::f16_to_f32;
 use crate::storage::try_grow as grow;
 
@@ -67,9 +68,17 @@ impl Q8Act {
         }
         self.rows = rows;
         self.blocks = blocks;
-        for (r, xr) in x.chunks_exact(n_in).enumerate() {
-            let q8 = &mut self.q8[r * row_bytes..(r + 1) * row_bytes];
-            quantize_row_q8_0(xr, q8);
+        // The rows quantize apart, so a prompt's spread over the threads (on one thread of two
+        // it was the largest serial part of a prefill's matmuls); the side tables follow.
+        let task = rows.div_ceil(4 * parallel::num_threads()).max(1) * row_bytes;
+        parallel::for_each_chunk_mut(&mut self.q8[..rows * row_bytes], task, |c, q8| {
+            let xs = x[c * task / row_bytes * n_in..].chunks_exact(n_in);
+            for (q, xr) in q8.chunks_exact_mut(row_bytes).zip(xs) {
+                quantize_row_q8_0(xr, q);
+            }
+        });
+        for r in 0..rows {
+            let q8 = &self.q8[r * row_bytes..(r + 1) * row_bytes];
             for (b, xb) in q8.chunks_exact(DType::Q8_0.block_bytes()).enumerate() {
                 let d = f16_to_f32(u16::from_le_bytes([xb[0], xb[1]]));
                 self.dx[r * blocks + b] = d;

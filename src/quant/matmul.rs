@@ -397,21 +397,52 @@ fn run_jobs(
         let j = c - first[m];
         (m, j, chunk.min(jobs[m].rows - j * chunk))
     };
+    let dests = Dests::new(outs);
     parallel::for_each_chunk_mut(&mut blocks[..len], chunk * rows, |c, block| {
         let (m, j, width) = locate(c);
         let job = &jobs[m];
-        let w = &job.bytes[j * chunk * job.w_row..];
-        job_block(job, w, acts, &mut block[..width * rows], width);
+        let block = &mut block[..width * rows];
+        job_block(job, &job.bytes[j * chunk * job.w_row..], acts, block, width);
+        // SAFETY: chunk `c` is the only one over columns `j·chunk..` of matrix `m`.
+        unsafe { dests.put(m, j * chunk, job.rows, block, width) };
     });
-    for (c, block) in blocks[..len].chunks_exact(chunk * rows).enumerate() {
-        let (m, j, width) = locate(c);
-        let n_out = jobs[m].rows;
-        for (r, seg) in block[..width * rows].chunks_exact(width).enumerate() {
-            let at = r * n_out + j * chunk;
-            outs[m][at..at + width].copy_from_slice(seg);
+    Ok(())
+}
+
+/// [`run_jobs`]'s outputs for its chunks to write into from any thread: each chunk copies its
+/// block into place while the block is still in its core's cache, where a copy after the loop
+/// ran on one thread while the others waited.
+struct Dests {
+    parts: [(*mut f32, usize); MAX_MANY],
+}
+
+// SAFETY: `put` writes only the columns of the chunk calling it, which no other chunk has, and
+// the outputs outlive the parallel loop (`run_jobs` holds their borrow throughout).
+unsafe impl Sync for Dests {}
+
+impl Dests {
+    fn new(outs: &mut [&mut [f32]]) -> Dests {
+        let mut parts = [(core::ptr::null_mut(), 0); MAX_MANY];
+        for (p, o) in parts.iter_mut().zip(outs.iter_mut()) {
+            *p = (o.as_mut_ptr(), o.len());
+        }
+        Dests { parts }
+    }
+
+    /// Copies the row-major `[rows, width]` `block` into columns `col..col + width` of the
+    /// `n_out`-wide output `m`.
+    ///
+    /// # Safety
+    /// No other thread may write those columns meanwhile.
+    unsafe fn put(&self, m: usize, col: usize, n_out: usize, block: &[f32], width: usize) {
+        let (base, len) = self.parts[m];
+        for (r, seg) in block.chunks_exact(width).enumerate() {
+            let at = r * n_out + col;
+            assert!(at + width <= len, "matmul block outside its output");
+            // SAFETY: in bounds (checked above); the caller owns these columns.
+            unsafe { core::ptr::copy_nonoverlapping(seg.as_ptr(), base.add(at), width) };
         }
     }
-    Ok(())
 }
 
 const OP: &str = "quantized_matmul";
