@@ -98,6 +98,12 @@ where
         .for_each(|(i, c)| f(i, c));
 }
 
+/// Rows a task of a row-wise loop over `rows` rows takes: four tasks a thread, so a thread
+/// that falls behind leaves little for the others to wait on; at least one.
+pub fn rows_per_task(rows: usize) -> usize {
+    rows.div_ceil(4 * num_threads()).max(1)
+}
+
 /// Runs `f` with every parallel loop it starts kept on this thread, leaving the other cores
 /// free (for the browser's optimising compiler: see `Model::warm_up`).
 #[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model only

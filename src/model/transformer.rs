@@ -235,8 +235,7 @@ fn norm_rows(x: &[f32], weight: &[f32], eps: f32, xb: &mut [f32], n: usize) {
 /// few at a time (on two threads the norms and RoPE were 4 % of a prompt's time, all on one
 /// thread, in the section profile); a lone decoded row runs inline.
 fn by_rows(rows: &mut [f32], width: usize, f: impl Fn(usize, &mut [f32]) + Sync + Send) {
-    let n = rows.len() / width.max(1);
-    let per = n.div_ceil(4 * parallel::num_threads()).max(1);
+    let per = parallel::rows_per_task(rows.len() / width.max(1));
     parallel::for_each_chunk_mut(rows, per * width, |c, chunk| {
         for (i, row) in chunk.chunks_exact_mut(width).enumerate() {
             f(c * per + i, row);

@@ -68,15 +68,19 @@ impl Q8Act {
         }
         self.rows = rows;
         self.blocks = blocks;
-        // The rows quantize apart, so a prompt's spread over the threads (on one thread of two
-        // it was the largest serial part of a prefill's matmuls); the side tables follow.
-        let task = rows.div_ceil(4 * parallel::num_threads()).max(1) * row_bytes;
-        parallel::for_each_chunk_mut(&mut self.q8[..rows * row_bytes], task, |c, q8| {
-            let xs = x[c * task / row_bytes * n_in..].chunks_exact(n_in);
-            for (q, xr) in q8.chunks_exact_mut(row_bytes).zip(xs) {
-                quantize_row_q8_0(xr, q);
-            }
-        });
+        // The rows quantize apart, so a prompt's are spread over the threads (on one, the
+        // others waited at every matmul of a prompt); the side tables follow.
+        let per = parallel::rows_per_task(rows);
+        parallel::for_each_chunk_mut(
+            &mut self.q8[..rows * row_bytes],
+            per * row_bytes,
+            |c, q8| {
+                let xs = x[c * per * n_in..].chunks_exact(n_in);
+                for (q, xr) in q8.chunks_exact_mut(row_bytes).zip(xs) {
+                    quantize_row_q8_0(xr, q);
+                }
+            },
+        );
         for r in 0..rows {
             let q8 = &self.q8[r * row_bytes..(r + 1) * row_bytes];
             for (b, xb) in q8.chunks_exact(DType::Q8_0.block_bytes()).enumerate() {

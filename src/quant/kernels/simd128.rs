@@ -212,8 +212,8 @@ pub fn vec_dot_q8_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
 ///
 /// The max is `pmax(m, |x|)` (`m < |x| ? |x| : m`) across lanes and then across the vector:
 /// one `maxps` each, where wasm's NaN-propagating `max` costs several instructions and a
-/// scalar `max` branches (a wasm test in Chromium, 106 rows of 640: ~100 → ~60 ns a block). From `m = 0` it passes
-/// a NaN over as the scalar twin's `f32::max` does.
+/// scalar `max` branches (a wasm test in Chromium, 106 rows of 640: ~100 → ~60 ns a block).
+/// From `m = 0` it passes a NaN over as the scalar twin's `f32::max` does.
 pub fn quantize_row_q8_0(x: &[f32], out: &mut [u8]) {
     for (xb, ob) in x.chunks_exact(32).zip(out.chunks_exact_mut(Q8_BYTES)) {
         let v: [v128; 8] = core::array::from_fn(|i| {
@@ -231,8 +231,9 @@ pub fn quantize_row_q8_0(x: &[f32], out: &mut [u8]) {
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         ob[..2].copy_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
         let idv = f32x4_splat(id);
-        // 0.5's predecessor: `trunc(s ± 0.49999997)` rounds halves away from zero exactly for
-        // every f32 (checked over all of them), in four operations where trunc-and-step took eight.
+        // 0.5's predecessor: `trunc(s ± 0.49999997)` rounds halves away from zero as `roundf`
+        // does (checked once natively over every f32; the tests compare this kernel with its
+        // twin either side of each half), in four operations where trunc-and-step took eight.
         let below_half = f32x4_splat(f32::from_bits(0.5f32.to_bits() - 1));
         let mut q32 = [i32x4_splat(0); 8];
         for (q, vi) in q32.iter_mut().zip(&v) {
