@@ -1,5 +1,5 @@
 // The two-core ceiling of `npm run bench:e2e`: two single-thread engines (two Workers, a model
-// each) completing the same prompt at once, against one of them alone in the same page. Their
+// each) completing the same prompt at once, against each alone in the same page. Their
 // summed rates are what two cores give this work with nothing shared and nothing to wait for:
 // the bound a two-thread team is measured against.
 // Publishes window.kopitiamResult = { lone: rate, pair: [rate, rate] } or { error }; rate =
