@@ -10,7 +10,7 @@
 use super::profile::{self, Section};
 use super::sampler::{Sampler, SamplerConfig};
 use super::tokenizer::StreamDecoder;
-use super::{Logits, Model, Session};
+use super::{Model, Session};
 use crate::error::{Error, Result};
 use crate::storage::try_refill;
 
@@ -54,6 +54,7 @@ pub struct Generation {
     decoder: StreamDecoder,
     stop: Vec<String>,
     max_tokens: usize,
+    /// The prompt's logits until the first step samples them.
     logits: Vec<f32>,
     /// Sampled and emitted, not yet evaluated.
     pending: Option<u32>,
@@ -120,8 +121,15 @@ impl Generation {
         if self.finish.is_some() {
             return Ok(None);
         }
-        if let Some(t) = self.pending {
-            if session.tokens().len() >= session.capacity() {
+        let t = match self.pending {
+            // The prompt's logits, kept since `start` and freed once used (later steps sample
+            // from the session's scratch; after a failed one this errors rather than reusing them).
+            None => {
+                let t = sample(&mut self.sampler, &self.logits, session.tokens())?;
+                self.logits = Vec::new();
+                t
+            }
+            Some(t) if session.tokens().len() >= session.capacity() => {
                 let text = self.end(Finish::ContextFull);
                 return Ok(Some(Piece {
                     token: t,
@@ -129,13 +137,12 @@ impl Generation {
                     text,
                 }));
             }
-            let logits = session.eval(model, &[t], Logits::Last)?;
-            self.logits.copy_from_slice(logits);
-            self.pending = None;
-        }
-        let timer = profile::timer(Section::Sample);
-        let t = self.sampler.sample(&self.logits, session.tokens())?;
-        drop(timer);
+            Some(t) => {
+                let (logits, history) = session.eval_last(model, &[t])?;
+                self.pending = None;
+                sample(&mut self.sampler, logits, history)?
+            }
+        };
         if model.tokenizer().is_eog(t) {
             let text = self.end(Finish::Eog);
             return Ok(Some(Piece {
@@ -199,4 +206,10 @@ impl Generation {
         let rest = self.held.split_off(keep_from);
         std::mem::replace(&mut self.held, rest)
     }
+}
+
+/// The sampler's pick from `logits`, timed as the profile's sampling section.
+fn sample(sampler: &mut Sampler, logits: &[f32], history: &[u32]) -> Result<u32> {
+    let _t = profile::timer(Section::Sample);
+    sampler.sample(logits, history)
 }

@@ -64,6 +64,15 @@ impl Session {
         })
     }
 
+    /// [`Session::eval`] with [`Logits::Last`], returning the logits beside the tokens the
+    /// cache now holds (a sampler's history), both borrowed at once: a generation samples
+    /// straight from the scratch instead of copying a vocabulary of logits (1 MB for Gemma 3)
+    /// per token.
+    pub fn eval_last(&mut self, model: &Model, tokens: &[u32]) -> Result<(&[f32], &[u32])> {
+        let len = self.eval(model, tokens, Logits::Last)?.len();
+        Ok((self.scratch.logits(len), &self.tokens))
+    }
+
     /// Runs `forward(cache, scratch, pos0)`, a forward pass over `tokens` at the next positions,
     /// on one thread team, then records the tokens.
     fn pass<'a, T>(

@@ -40,6 +40,11 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// The first `len` logits of the last [`forward`] (what it returned, borrowed again).
+    pub(super) fn logits(&self, len: usize) -> &[f32] {
+        &self.logits[..len]
+    }
+
     fn ensure(
         &mut self,
         cfg: &Config,
