@@ -82,8 +82,10 @@ where
     F: Fn(usize, &mut [T]) + Sync + Send,
 {
     let chunk_len = chunk_len.max(1);
+    // One thread of compute (`startThreads(1)` too) runs inline: handing each loop to the idle
+    // pool worker and back cost the threaded build a quarter of its decode rate (measured).
     #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-    if !is_alone() {
+    if !is_alone() && num_threads() > 1 {
         #[cfg(all(target_arch = "wasm32", feature = "threads"))]
         if WIDTH.load(Ordering::SeqCst) > 1 {
             // The pool leaves this thread a share: lead the loop (or join the team leading).
