@@ -370,8 +370,17 @@ fn run_jobs(
 ) -> Result<()> {
     let rows = acts.rows();
     let total: usize = jobs.iter().map(|j| j.rows).sum();
-    let row_bytes = jobs.iter().map(|j| j.w_row).max().unwrap_or(1).saturating_mul(rows);
-    let chunk = chunk_rows(total, jobs.iter().map(|j| j.rows).max().unwrap_or(1), row_bytes);
+    let row_bytes = jobs
+        .iter()
+        .map(|j| j.w_row)
+        .max()
+        .unwrap_or(1)
+        .saturating_mul(rows);
+    let chunk = chunk_rows(
+        total,
+        jobs.iter().map(|j| j.rows).max().unwrap_or(1),
+        row_bytes,
+    );
     if let ([job], [out], 1) = (jobs, &mut *outs, rows) {
         parallel::for_each_chunk_mut(out, chunk, |c, o| {
             let width = o.len();
