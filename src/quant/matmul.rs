@@ -369,18 +369,7 @@ fn run_jobs(
     outs: &mut [&mut [f32]],
 ) -> Result<()> {
     let rows = acts.rows();
-    let total: usize = jobs.iter().map(|j| j.rows).sum();
-    let row_bytes = jobs
-        .iter()
-        .map(|j| j.w_row)
-        .max()
-        .unwrap_or(1)
-        .saturating_mul(rows);
-    let chunk = chunk_rows(
-        total,
-        jobs.iter().map(|j| j.rows).max().unwrap_or(1),
-        row_bytes,
-    );
+    let chunk = chunk_rows(jobs, rows);
     if let ([job], [out], 1) = (jobs, &mut *outs, rows) {
         parallel::for_each_chunk_mut(out, chunk, |c, o| {
             let width = o.len();
@@ -481,20 +470,24 @@ fn matmul_dims(
     Ok((rows, n_out, n_in))
 }
 
-/// Weight rows per parallel task for `total` rows that cost `row_bytes` of weights × activation
-/// rows each: all of `single` on one thread; else one to sixteen tasks a thread, so the task
+/// Weight rows per parallel task over `jobs` against `act_rows` activation rows: a whole matrix
+/// on one thread; else one to sixteen tasks a thread, so the task
 /// still running when the others finish (and they wait for it) is short, but none under
 /// [`MIN_TASK_BYTES`], since each task has a fixed cost to claim, start streaming and report.
 /// Measured in Chromium on two threads: sixteen 46 KB tasks a thread left a token's layer
 /// matvecs as slow as on one thread in a section profile, four to eleven tasks a loop 1.5× faster;
 /// whole-token decode moved −1 to +13 % in three interleaved A/Bs (host noise). Whole
 /// interleaving groups either way, so an interleaved matrix's chunks start at a group.
-fn chunk_rows(total: usize, single: usize, row_bytes: usize) -> usize {
+fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
     let rows = match parallel::num_threads() {
-        1 => single.max(1),
+        1 => jobs.iter().map(|j| j.rows).max().unwrap_or(1).max(1),
         t => {
-            let by_size = total.saturating_mul(row_bytes) / MIN_TASK_BYTES;
-            total.div_ceil(by_size.clamp(t, 16 * t)).max(16)
+            let total: usize = jobs.iter().map(|j| j.rows).sum();
+            let w_row = jobs.iter().map(|j| j.w_row).max().unwrap_or(1);
+            let work = total.saturating_mul(w_row).saturating_mul(act_rows);
+            total
+                .div_ceil((work / MIN_TASK_BYTES).clamp(t, 16 * t))
+                .max(16)
         }
     };
     rows.next_multiple_of(super::interleave::GROUP)
