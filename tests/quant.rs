@@ -235,8 +235,10 @@ fn quantized_matmul_errors() {
 fn matmul_many_equals_separate_matmuls() {
     use kopitiam_wasm::quant::{matmul_into, matmul_many, MatmulScratch};
     let mut rng = Rng::new(77);
-    let cols = 96;
-    let sizes = [40, 7, 7];
+    // A q/k/v-like trio: one row of it (0.55 MB of Q4_0) is too little work to split, so each
+    // matrix is one task; three or six rows split every matrix into several (on two threads).
+    let cols = 640;
+    let sizes = [1024, 256, 256];
     for rows in [1usize, 3, 6] {
         for dtype in [DType::Q4_0, DType::Q8_0] {
             let ws: Vec<Tensor> = sizes

@@ -34,7 +34,8 @@ async fn pool_of_two() {
 async fn quantized_matmul_on_two_threads_equals_one_thread_bytes() {
     pool_of_two().await;
     let mut rng = Rng::new(21);
-    let (rows, n_in, n_out) = (3, 640, 1024);
+    // 7 × 368,640 weight bytes: well over the work below which a matmul is not split (1 MiB).
+    let (rows, n_in, n_out) = (7, 640, 1024);
     let w: Vec<f32> = rng.vec(n_out * n_in, 1.0);
     let mut wq = vec![0u8; DType::Q4_0.storage_bytes(n_out * n_in).unwrap()];
     quantize_row_q4_0(&w, &mut wq);

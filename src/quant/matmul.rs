@@ -471,30 +471,37 @@ fn matmul_dims(
 }
 
 /// Weight rows per parallel task over `jobs` against `act_rows` activation rows: a whole matrix
-/// on one thread; else one to sixteen tasks a thread, so the task
-/// still running when the others finish (and they wait for it) is short, but none under
-/// [`MIN_TASK_BYTES`], since each task has a fixed cost to claim, start streaming and report.
-/// Measured in Chromium on two threads: sixteen 46 KB tasks a thread left a token's layer
-/// matvecs as slow as on one thread in a section profile, four to eleven tasks a loop 1.5× faster;
-/// whole-token decode moved −1 to +13 % in three interleaved A/Bs (host noise). Whole
-/// interleaving groups either way, so an interleaved matrix's chunks start at a group.
+/// on one thread, or when the work is under [`MIN_SPLIT_WORK`]; else one to sixteen tasks a
+/// thread, so the task still running when the others finish (and they wait for it) is short,
+/// but none under [`MIN_TASK_BYTES`], since each task has a fixed cost to claim, start streaming
+/// and report. Whole interleaving groups either way, so an interleaved matrix's chunks start at
+/// a group.
 fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
+    let whole = jobs.iter().map(|j| j.rows).max().unwrap_or(1).max(1);
+    let total: usize = jobs.iter().map(|j| j.rows).sum();
+    let w_row = jobs.iter().map(|j| j.w_row).max().unwrap_or(1);
+    let work = total.saturating_mul(w_row).saturating_mul(act_rows);
     let rows = match parallel::num_threads() {
-        1 => jobs.iter().map(|j| j.rows).max().unwrap_or(1).max(1),
-        t => {
-            let total: usize = jobs.iter().map(|j| j.rows).sum();
-            let w_row = jobs.iter().map(|j| j.w_row).max().unwrap_or(1);
-            let work = total.saturating_mul(w_row).saturating_mul(act_rows);
-            total
-                .div_ceil((work / MIN_TASK_BYTES).clamp(t, 16 * t))
-                .max(16)
-        }
+        t if t > 1 && work >= MIN_SPLIT_WORK => total
+            .div_ceil((work / MIN_TASK_BYTES).clamp(t, 16 * t))
+            .max(16),
+        _ => whole,
     };
     rows.next_multiple_of(super::interleave::GROUP)
 }
 
-/// The least work a parallel matmul task is given, in weight bytes × activation rows.
+/// The least work a parallel matmul task is given, in weight bytes × activation rows. Measured
+/// in Chromium on two threads: sixteen 46 KB tasks a thread left a token's layer matvecs as slow
+/// as on one thread in a section profile, four to eleven tasks a loop 1.5× faster.
 const MIN_TASK_BYTES: usize = 128 << 10;
+
+/// Work (weight bytes × activation rows) below which a matmul is not split: one matrix then runs
+/// on the calling thread, several are a task each. Measured in Chromium on a 2-core host with
+/// two threads: split, a decode step's attention-output and down matvecs (0.37 and 0.74 MB) took
+/// 1.31 and 3.02 ms a token against one thread's 0.74 and 1.42 (section profile; the helper
+/// shares its core with the browser's own threads); unsplit, decode was faster in 20 of 26
+/// interleaved runs (medians 75.2 against 69.9 tok/s over sixteen, 69.0 against 54.6 over ten).
+const MIN_SPLIT_WORK: usize = 1 << 20;
 
 /// The fused kernel for weights of `dtype`, or [`Error::UnsupportedDType`].
 fn fused_kernel(dtype: DType) -> Result<FusedDot> {
