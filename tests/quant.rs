@@ -235,8 +235,9 @@ fn quantized_matmul_errors() {
 fn matmul_many_equals_separate_matmuls() {
     use kopitiam_wasm::quant::{matmul_into, matmul_many, MatmulScratch};
     let mut rng = Rng::new(77);
-    // A q/k/v-like trio: one row of it (0.55 MB of Q4_0) is too little work to split, so each
-    // matrix is one task; three or six rows split every matrix into several (on two threads).
+    // A q/k/v-like trio: one row of it (0.55 MB of Q4_0, 1.04 MB of Q8_0, both under the 1 MiB
+    // split threshold) leaves each matrix one task; three or six rows split every matrix into
+    // several (with two or more threads).
     let cols = 640;
     let sizes = [1024, 256, 256];
     for rows in [1usize, 3, 6] {
