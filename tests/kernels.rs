@@ -109,6 +109,7 @@ fn file_layout_gemm(dtype: DType, w: &[u8], act: &Q8Act, n_w: usize) -> Vec<f32>
     let row = w.len() / n_w;
     let dot = match dtype {
         DType::Q4_0 => scalar::vec_dot_q4_0_q8_0,
+        DType::Q8_0 => scalar::vec_dot_q8_0_q8_0,
         _ => scalar::vec_dot_q5_0_q8_0,
     };
     (0..act.rows())
@@ -118,7 +119,7 @@ fn file_layout_gemm(dtype: DType, w: &[u8], act: &Q8Act, n_w: usize) -> Vec<f32>
 }
 
 #[test]
-fn interleaved_q4_0_and_q5_0_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
+fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
     type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
     let mut rng = Rng::new(29);
     for (dtype, fast, twin) in [
@@ -131,6 +132,11 @@ fn interleaved_q4_0_and_q5_0_round_trip_and_their_gemms_equal_the_file_layout_bi
             DType::Q5_0,
             kernels::gemm_q5_0x4_q8_0,
             scalar::gemm_q5_0x4_q8_0,
+        ),
+        (
+            DType::Q8_0,
+            kernels::gemm_q8_0x4_q8_0,
+            scalar::gemm_q8_0x4_q8_0,
         ),
     ] {
         let bb = dtype.block_bytes();
@@ -145,7 +151,7 @@ fn interleaved_q4_0_and_q5_0_round_trip_and_their_gemms_equal_the_file_layout_bi
         ] {
             let n_in = blocks * 32;
             let mut w = match dtype {
-                DType::Q4_0 => random_blocks(&mut rng, n_w * blocks, bb),
+                DType::Q4_0 | DType::Q8_0 => random_blocks(&mut rng, n_w * blocks, bb),
                 _ => random_mix_blocks(&mut rng, dtype, n_w * blocks),
             };
             if rows == 3 || rows == 9 {
@@ -197,8 +203,8 @@ fn interleaved_q4_0_and_q5_0_round_trip_and_their_gemms_equal_the_file_layout_bi
     assert_eq!(g[interleave::Q5_HIGH..], planes);
     // A format without a ×4 layout: a typed error, and nothing read back (an F32 "block" is
     // shorter than the offsets the layout reads: no panic).
-    let mut q8 = random_blocks(&mut rng, 8, DType::Q8_0.block_bytes());
-    assert!(interleave::interleave(DType::Q8_0, &mut q8, 2).is_err());
+    let mut q4_1 = random_blocks(&mut rng, 8, DType::Q4_1.block_bytes());
+    assert!(interleave::interleave(DType::Q4_1, &mut q4_1, 2).is_err());
     let mut out = vec![7u8; 16];
     interleave::deinterleave_rows(DType::F32, &[1u8; 64], 1, 0..4, &mut out);
     assert_eq!(out, vec![7u8; 16]);

@@ -19,7 +19,7 @@ use half::{bf16, f16};
 pub enum Linear {
     /// Block-quantized with a fused kernel: a view into the file.
     Quant(Tensor),
-    /// Q4_0 or Q5_0 interleaved four rows at a time at load (relaxed-SIMD builds, see
+    /// Q4_0, Q5_0 or Q8_0 interleaved four rows at a time at load (relaxed-SIMD builds, see
     /// `quant::interleave`): a view into the file, `out` a multiple of four.
     Interleaved {
         dtype: DType,
@@ -230,7 +230,7 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Interleaves in place every Q4_0 and Q5_0 matrix of `file` whose rows come in whole groups
+    /// Interleaves in place every Q4_0, Q5_0 and Q8_0 matrix of `file` whose rows come in whole groups
     /// of four (`quant::interleave`), and returns their data offsets, sorted, for
     /// [`Weights::load`].
     /// Tensors whose bytes overlap another's stay as they are.

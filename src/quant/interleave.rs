@@ -1,18 +1,21 @@
-//! Q4_0 and Q5_0 rows interleaved four at a time ("×4"): the layout relaxed-SIMD builds put a
-//! model's Q4_0 and Q5_0 matrices in at load, in place.
+//! Q4_0, Q5_0 and Q8_0 rows interleaved four at a time ("×4"): the layout relaxed-SIMD builds
+//! put a model's matrices of those formats in at load, in place.
 //!
 //! A relaxed `i8×i7` dot multiplies bytes pairwise and sums neighbours within each lane. If the
 //! bytes of lane `i` come from weight row `i` and the activation's four bytes are splat over all
 //! lanes, one instruction advances four rows' dots at once and leaves them in separate lanes: no
 //! horizontal sums, no transposes. (The kernel uses the i16-pair form and widens once per block:
 //! in Chromium on this machine it measured faster than the accumulating i32 form, decode 91 →
-//! 106 tok/s.) ggml's `q4_0_4x4` repack is the native analogue.
+//! 106 tok/s.) Q8_0's quants are signed, so there the activation takes the 7-bit side: its
+//! sign-split halves (`Q8Act::split_row`), two dots a vector. ggml's `q4_0_4x4` repack is the
+//! native analogue.
 //!
 //! Layout: rows `4g..4g + 4` form group `g`, which takes the same bytes as those four rows did
 //! (`4 · nb · block_bytes`). For each block `b` of the group:
 //! - `d[4]`: the four rows' f16 scales, row order;
-//! - `v[4][16]`: `v[k][4i + m] = qs_i[4k + m]`, the quant bytes of row `i`, four at a time. A
-//!   byte keeps the nibble pair: low nibble element `j`, high nibble element `j + 16`;
+//! - `v[c][16]`: `v[k][4i + m] = qs_i[4k + m]`, the quant bytes of row `i`, four at a time:
+//!   `c = 4` for Q4_0 and Q5_0, whose bytes keep the nibble pair (low nibble element `j`, high
+//!   nibble element `j + 16`), `c = 8` for Q8_0 (one byte an element);
 //! - Q5_0 only, `h[16]`: the fifth bits as bit planes over `v`'s lanes. Bit `2k + t` of byte
 //!   `4i + m` is the fifth bit of the element that lane's nibble in `v[k]` holds: `4k + m` of
 //!   row `i` for the low nibble (`t = 0`), `16 + 4k + m` for the high (`t = 1`). So one
@@ -36,13 +39,13 @@ pub const QS: usize = 2 * GROUP;
 /// Offset of the Q5_0 fifth-bit masks `h` in a group block (after `v`).
 pub const Q5_HIGH: usize = QS + 64;
 
-/// Whether this build interleaves Q4_0 and Q5_0 matrices at load: relaxed-SIMD builds, whose
+/// Whether this build interleaves Q4_0, Q5_0 and Q8_0 matrices at load: relaxed-SIMD builds, whose
 /// dots read the layout directly. Elsewhere the layout only exists in tests.
 pub const ENABLED: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
 /// Whether `dtype` has a ×4 layout.
 pub fn supports(dtype: DType) -> bool {
-    matches!(dtype, DType::Q4_0 | DType::Q5_0)
+    matches!(dtype, DType::Q4_0 | DType::Q5_0 | DType::Q8_0)
 }
 
 /// Bytes of one block of a group of `dtype` rows (four rows' blocks).
@@ -102,12 +105,21 @@ fn qs_in_block(dtype: DType) -> usize {
     }
 }
 
+/// Quant bytes per row in a block (nibble pairs for Q4_0 and Q5_0) over four: the `v` vectors of
+/// a group block.
+pub const fn chunks(dtype: DType) -> usize {
+    match dtype {
+        DType::Q8_0 => 8,
+        _ => 4,
+    }
+}
+
 /// One group block `out` from the same block of four rows in the file's layout.
 fn pack_block(dtype: DType, src: [&[u8]; GROUP], out: &mut [u8]) {
     let qs = qs_in_block(dtype);
     for (i, s) in src.iter().enumerate() {
         out[2 * i..2 * i + 2].copy_from_slice(&s[..2]);
-        for k in 0..4 {
+        for k in 0..chunks(dtype) {
             let at = QS + 16 * k + 4 * i;
             out[at..at + 4].copy_from_slice(&s[qs + 4 * k..qs + 4 * k + 4]);
         }
@@ -133,7 +145,7 @@ fn fifth_bit(plane: usize, m: usize) -> usize {
 fn unpack_block(dtype: DType, blk: &[u8], lane: usize, dst: &mut [u8]) {
     let qs = qs_in_block(dtype);
     dst[..2].copy_from_slice(&blk[2 * lane..2 * lane + 2]);
-    for k in 0..4 {
+    for k in 0..chunks(dtype) {
         let at = QS + 16 * k + 4 * lane;
         dst[qs + 4 * k..qs + 4 * k + 4].copy_from_slice(&blk[at..at + 4]);
     }

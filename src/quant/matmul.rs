@@ -117,7 +117,7 @@ pub fn matmul_many(
 }
 
 /// A quantized weight matrix `[rows, cols]` as the matmul reads it: a tensor's bytes, or a
-/// model's Q4_0 or Q5_0 matrix interleaved at load (`interleaved`, see `interleave.rs`).
+/// model's Q4_0, Q5_0 or Q8_0 matrix interleaved at load (`interleaved`, see `interleave.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct QWeight<'a> {
     pub dtype: DType,
@@ -316,6 +316,9 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
         }
         (DType::Q5_0, Acts::Q8_0(act)) if job.interleaved => {
             return kernels::gemm_q5_0x4_q8_0(w, act, block)
+        }
+        (DType::Q8_0, Acts::Q8_0(act)) if job.interleaved => {
+            return kernels::gemm_q8_0x4_q8_0(w, act, block)
         }
         (DType::Q4_0, Acts::Q8_0(act)) => return kernels::gemm_q4_0_q8_0(w, act, block),
         (DType::Q8_0, Acts::Q8_0(act)) => return kernels::gemm_q8_0_q8_0(w, act, block),

@@ -8,7 +8,7 @@
 //! accumulation is fixed — block `b` adds `(d_w · d_x) · isum_b` into accumulator `b % 4`, and
 //! the result is `(acc0 + acc1) + (acc2 + acc3)` — so a SIMD dot (one accumulator per lane)
 //! returns the same bits as its scalar twin. Activation quantization matches ggml's
-//! `quantize_row_q8_0_ref` bit for bit. Q4_0 and Q5_0 matrices interleaved at load
+//! `quantize_row_q8_0_ref` bit for bit. Q4_0, Q5_0 and Q8_0 matrices interleaved at load
 //! (`quant::interleave`) keep that order per output, so they give the bits of the file's layout.
 
 pub mod scalar;
@@ -25,8 +25,8 @@ pub mod relaxed;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
     gemm_i8, gemm_k_q8_k, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0,
-    isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0,
-    vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
+    gemm_q8_0x4_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k,
+    vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -40,7 +40,7 @@ pub use simd128_kquants::{
     target_feature = "simd128",
     not(target_feature = "relaxed-simd")
 ))]
-pub use scalar::{gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0};
+pub use scalar::{gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0x4_q8_0};
 #[cfg(all(
     target_arch = "wasm32",
     target_feature = "simd128",
@@ -53,7 +53,8 @@ pub use simd128::{
 
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use relaxed::{
-    gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0,
+    gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0, gemm_q8_0x4_q8_0,
+    vec_dot_q4_0_q8_0,
 };
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};

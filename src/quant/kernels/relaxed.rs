@@ -13,7 +13,7 @@ use super::simd128::{
 };
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
-use crate::quant::interleave::{deinterleave_rows, group_block, GROUP, Q5_HIGH, QS};
+use crate::quant::interleave::{chunks, deinterleave_rows, group_block, GROUP, Q5_HIGH, QS};
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -159,16 +159,27 @@ pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_x4::<Q5_0x4>(w, act, out)
 }
 
+/// [`gemm_q4_0x4_q8_0`] for Q8_0×4 weights (see `scalar::gemm_q8_0x4_q8_0`, same bits). The
+/// quants are signed, so the activation's sign-split quants (`Q8Act::split_row`) are the 7-bit
+/// operands: `Σ w·x = Σ w·x⁺ − Σ w·x⁻`, two relaxed dots per vector of four rows' bytes.
+pub fn gemm_q8_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_x4::<Q8_0x4>(w, act, out)
+}
+
 /// A ×4 layout and its group-block integer sums.
 trait X4 {
     const DTYPE: DType;
     /// The quants' offset `o` (stored unsigned: `Σ (u − o)·x = Σ u·x − o·Σx`) over eight, the
     /// multiple of `Q8Act::sx8` (`8·Σx`) to subtract.
     const SX8_TIMES: i32;
-    /// `Σ u·x` of one group block's four rows (lane = row) against the 32 quants at each of `x`.
+    /// Whether `isum` reads the activation's sign-split quants (64 bytes a block, `x⁺` then
+    /// `x⁻`) rather than its Q8_0 quants.
+    const SPLIT: bool = false;
+    /// `Σ u·x` of one group block's four rows (lane = row) against the activation block at each
+    /// of `x` (its 32 quants, or with [`X4::SPLIT`] its 64 sign-split bytes).
     ///
     /// # Safety
-    /// `blk` must point at one whole group block and each `x` at 32 readable bytes.
+    /// `blk` must point at one whole group block and each `x` at the whole activation block.
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N];
     /// The scalar dot of one row in the file's layout (a broken file's fallback).
     fn row_dot(w: &[u8], x: &[u8]) -> f32;
@@ -176,6 +187,7 @@ trait X4 {
 
 struct Q4_0x4;
 struct Q5_0x4;
+struct Q8_0x4;
 
 impl X4 for Q4_0x4 {
     const DTYPE: DType = DType::Q4_0;
@@ -236,6 +248,37 @@ impl X4 for Q5_0x4 {
 
     fn row_dot(w: &[u8], x: &[u8]) -> f32 {
         super::scalar::vec_dot_q5_0_q8_0(w, x)
+    }
+}
+
+impl X4 for Q8_0x4 {
+    const DTYPE: DType = DType::Q8_0;
+    const SX8_TIMES: i32 = 0;
+    const SPLIT: bool = true;
+
+    /// Per vector of four bytes of each row: `dot(v, x⁺) − dot(v, x⁻)` in i16 pairs. Each dot's
+    /// pair is at most 2·128·127 = 32,512 in magnitude and so is their difference (the pair's
+    /// `w·x`, as `x⁺` and `x⁻` never overlap), so nothing saturates; widened every vector.
+    #[inline(always)]
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
+        let mut acc = [i32x4_splat(0); N];
+        for k in 0..chunks(DType::Q8_0) {
+            let v = v128_load(blk.add(QS + 16 * k) as *const v128);
+            for (a, &x) in acc.iter_mut().zip(&x) {
+                let pos = v128_load32_splat(x.add(4 * k) as *const u32);
+                let neg = v128_load32_splat(x.add(32 + 4 * k) as *const u32);
+                let d = i16x8_sub(
+                    i16x8_relaxed_dot_i8x16_i7x16(v, pos),
+                    i16x8_relaxed_dot_i8x16_i7x16(v, neg),
+                );
+                *a = i32x4_add(*a, i32x4_extadd_pairwise_i16x8(d));
+            }
+        }
+        acc
+    }
+
+    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
+        super::scalar::vec_dot_q8_0_q8_0(w, x)
     }
 }
 
@@ -321,8 +364,13 @@ unsafe fn group_rows<F: X4, const N: usize>(
     act: &Q8Act,
     r0: usize,
 ) -> Option<[v128; N]> {
-    let row_bytes = nb * Q8_BYTES;
-    let x: [*const u8; N] = core::array::from_fn(|i| act.q8().as_ptr().add((r0 + i) * row_bytes));
+    // Each row's first activation block as `isum` reads it, and the bytes between blocks.
+    let (x, x_block): ([*const u8; N], usize) = if F::SPLIT {
+        (core::array::from_fn(|i| act.split_row(r0 + i).as_ptr()), 64)
+    } else {
+        let first = |i: usize| act.q8().as_ptr().add((r0 + i) * nb * Q8_BYTES + 2);
+        (core::array::from_fn(first), Q8_BYTES)
+    };
     let dx: [*const f32; N] = core::array::from_fn(|i| act.dx().as_ptr().add((r0 + i) * nb));
     let sx8: [*const i32; N] = core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb));
     let mut special = i32x4_splat(0);
@@ -333,10 +381,12 @@ unsafe fn group_rows<F: X4, const N: usize>(
         // block: the LM head's matvec ran ~10 % slower.)
         let h = i32x4_shl(u32x4_load_extend_u16x4(blk as *const u16), 16);
         let dw = f16_high_to_f32(h, &mut special);
-        let isum = F::isum::<N>(blk, x.map(|p| p.add(b * Q8_BYTES + 2)));
+        let isum = F::isum::<N>(blk, x.map(|p| p.add(b * x_block)));
         core::array::from_fn(|i| {
-            let offset = i32x4_splat(*sx8[i].add(b) * F::SX8_TIMES);
-            let isum = i32x4_sub(isum[i], offset);
+            let isum = match F::SX8_TIMES {
+                0 => isum[i],
+                t => i32x4_sub(isum[i], i32x4_splat(*sx8[i].add(b) * t)),
+            };
             let scale = f32x4_mul(dw, f32x4_splat(*dx[i].add(b)));
             f32x4_add(acc[i], f32x4_mul(scale, f32x4_convert_i32x4(isum)))
         })

@@ -116,22 +116,39 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     }
 }
 
-/// [`gemm_q4_0x4_q8_0`] for Q5_0 weights interleaved four rows at a time: each group's rows
-/// back in the file's layout, then [`vec_dot_q5_0_q8_0`] (so the bits are the file layout's by
-/// construction); the reference for the relaxed-SIMD version.
+/// [`gemm_q4_0x4_q8_0`] for Q5_0 weights interleaved four rows at a time (see
+/// [`gemm_x4_by_rows`]); the reference for the relaxed-SIMD version.
 pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_x4_by_rows(DType::Q5_0, vec_dot_q5_0_q8_0, w, act, out)
+}
+
+/// [`gemm_q4_0x4_q8_0`] for Q8_0 weights interleaved four rows at a time (see
+/// [`gemm_x4_by_rows`]); the reference for the relaxed-SIMD version.
+pub fn gemm_q8_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
+    gemm_x4_by_rows(DType::Q8_0, vec_dot_q8_0_q8_0, w, act, out)
+}
+
+/// An interleaved `dtype` matmul whose groups go back to the file's layout one row at a time
+/// and take `dot`, the format's scalar dot (so the bits are the file layout's by construction).
+fn gemm_x4_by_rows(
+    dtype: DType,
+    dot: fn(&[u8], &[u8]) -> f32,
+    w: &[u8],
+    act: &Q8Act,
+    out: &mut [f32],
+) {
     use crate::quant::interleave::{deinterleave_rows, group_block, GROUP};
     let (rows, nb) = (act.rows().max(1), act.blocks());
     let n_w = out.len() / rows;
-    let Ok(mut row) = crate::storage::try_vec(nb * DType::Q5_0.block_bytes(), 0u8) else {
+    let Ok(mut row) = crate::storage::try_vec(nb * dtype.block_bytes(), 0u8) else {
         return out.fill(f32::NAN);
     };
-    let group = (nb * group_block(DType::Q5_0)).max(1);
+    let group = (nb * group_block(dtype)).max(1);
     for (g, wg) in w.chunks_exact(group).take(n_w / GROUP).enumerate() {
         for lane in 0..GROUP {
-            deinterleave_rows(DType::Q5_0, wg, nb, lane..lane + 1, &mut row);
+            deinterleave_rows(dtype, wg, nb, lane..lane + 1, &mut row);
             for r in 0..rows {
-                out[r * n_w + g * GROUP + lane] = vec_dot_q5_0_q8_0(&row, act.q8_row(r));
+                out[r * n_w + g * GROUP + lane] = dot(&row, act.q8_row(r));
             }
         }
     }
