@@ -194,8 +194,8 @@ fn check(name: &str, gguf: &[u8], reference: &str, last_logits: &[u8], spread: O
     assert_eq!(agree, judged, "{name}: teacher-forced top-1");
 }
 
-/// The model loaded with its Q4_0, Q5_0 and Q8_0 matrices interleaved (what relaxed-SIMD builds run)
-/// gives the logits of the file's layout bit for bit, prompt and one decode step.
+/// The model loaded with its Q4_0, Q5_0 and Q8_0 matrices interleaved (what relaxed-SIMD builds
+/// run) gives the logits of the file's layout bit for bit, prompt and one decode step.
 fn same_bits_interleaved(name: &str, gguf: &[u8], plain: &Parts, tokens: &[u32]) {
     let mi = Parts::load(gguf, true);
     assert!(mi.interleaved > 0, "{name}: no matrix interleaved");

@@ -230,8 +230,8 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Interleaves in place every Q4_0, Q5_0 and Q8_0 matrix of `file` whose rows come in whole groups
-    /// of four (`quant::interleave`), and returns their data offsets, sorted, for
+    /// Interleaves in place every Q4_0, Q5_0 and Q8_0 matrix of `file` whose rows come in whole
+    /// groups of four (`quant::interleave`), and returns their data offsets, sorted, for
     /// [`Weights::load`].
     /// Tensors whose bytes overlap another's stay as they are.
     pub fn interleave(file: &mut [u8], g: &GgufFile) -> Result<Vec<usize>> {
