@@ -210,6 +210,85 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
     assert_eq!(out, vec![7u8; 16]);
 }
 
+/// Q4_K and Q6_K in the ×4 layout: the round trip, and this build's kernels and the scalar twins
+/// against the file layout's scalar dots (`vec_dot_q4_k_q8_k`, `vec_dot_q6_k_q8_k`) for one to
+/// nine activation rows (tiles of four and the rest), with an infinite and a NaN f16 scale in
+/// some groups (the kernels then fall back to the scalar dots).
+#[test]
+fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
+    type Gemm = fn(&[u8], &[u8], usize, &mut [f32]);
+    type Dot = fn(&[u8], &[u8]) -> f32;
+    let mut rng = Rng::new(31);
+    let q8k = DType::Q8_K.block_bytes();
+    for (dtype, fast, twin, dot, d_at) in [
+        (
+            DType::Q4_K,
+            kernels::gemm_q4_kx4_q8_k as Gemm,
+            scalar::gemm_q4_kx4_q8_k as Gemm,
+            scalar::vec_dot_q4_k_q8_k as Dot,
+            [0, 2],
+        ),
+        (
+            DType::Q6_K,
+            kernels::gemm_q6_kx4_q8_k,
+            scalar::gemm_q6_kx4_q8_k,
+            scalar::vec_dot_q6_k_q8_k,
+            [208, 208],
+        ),
+    ] {
+        let bb = dtype.block_bytes();
+        for (rows, blocks, n_w) in [
+            (1, 3, 8),
+            (1, 1, 4),
+            (2, 2, 12),
+            (3, 1, 8),
+            (4, 4, 4),
+            (5, 2, 8),
+            (9, 1, 16),
+        ] {
+            let mut w = random_mix_blocks(&mut rng, dtype, n_w * blocks);
+            if rows == 3 || rows == 9 {
+                // An infinite d, and a NaN dmin (Q4_K) or d (Q6_K).
+                w[bb * (blocks + 1) + d_at[0]..][..2].copy_from_slice(&0x7C00u16.to_le_bytes());
+                w[bb * (3 * blocks) + d_at[1]..][..2].copy_from_slice(&0x7E01u16.to_le_bytes());
+            }
+            let mut wi = w.clone();
+            interleave::interleave(dtype, &mut wi, blocks).unwrap();
+            assert_ne!(wi, w, "interleaving moved nothing");
+            let mut back = vec![0u8; w.len()];
+            interleave::deinterleave_rows(dtype, &wi, blocks, 0..n_w, &mut back);
+            assert_eq!(back, w, "{dtype} round trip, {n_w} rows of {blocks} blocks");
+
+            let x_row = blocks * q8k;
+            let x: Vec<f32> = (0..rows * blocks * 256)
+                .map(|_| rng.f32() * 4.0 - 2.0)
+                .collect();
+            let mut xq = vec![0u8; rows * x_row];
+            quantize_row_q8_k(&x, &mut xq);
+            let want: Vec<f32> = (0..rows)
+                .flat_map(|r| (0..n_w).map(move |o| (r, o)))
+                .map(|(r, o)| {
+                    dot(
+                        &w[o * blocks * bb..][..blocks * bb],
+                        &xq[r * x_row..][..x_row],
+                    )
+                })
+                .collect();
+            for (name, gemm) in [("this build", fast), ("scalar twin", twin)] {
+                let mut got = vec![0.0f32; n_w * rows];
+                gemm(&wi, &xq, x_row, &mut got);
+                for (i, (p, q)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        canonical_bits(*p),
+                        canonical_bits(*q),
+                        "{dtype} {name}: rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn block_dots_equal_scalar_twins_bit_for_bit() {
     let mut rng = Rng::new(5);

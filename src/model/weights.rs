@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::config::Config;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
-use crate::quant::{self, interleave, quant_type, MatmulScratch, QWeight, QK4_0};
+use crate::quant::{self, interleave, quant_type, MatmulScratch, QWeight};
 use crate::shape::checked_product;
 use crate::storage::Bytes;
 use crate::{DType, Shape, Tensor};
@@ -19,7 +19,7 @@ use half::{bf16, f16};
 pub enum Linear {
     /// Block-quantized with a fused kernel: a view into the file.
     Quant(Tensor),
-    /// Q4_0, Q5_0 or Q8_0 interleaved four rows at a time at load (relaxed-SIMD builds, see
+    /// Q4_0, Q5_0, Q8_0 or Q4_K interleaved four rows at a time at load (relaxed-SIMD builds, see
     /// `quant::interleave`): a view into the file, `out` a multiple of four.
     Interleaved {
         dtype: DType,
@@ -173,7 +173,8 @@ impl Linear {
                     });
                 }
                 let mut row = crate::storage::try_vec(dtype.storage_bytes(cols)?, 0u8)?;
-                interleave::deinterleave_rows(*dtype, bytes, cols / QK4_0, r..r + 1, &mut row);
+                let nb = cols / dtype.block_elems();
+                interleave::deinterleave_rows(*dtype, bytes, nb, r..r + 1, &mut row);
                 quant::dequantize_row(*dtype, &row, out)
             }
             Linear::Dense { w, .. } => {
@@ -230,7 +231,7 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Interleaves in place every Q4_0, Q5_0 and Q8_0 matrix of `file` whose rows come in whole
+    /// Interleaves in place every Q4_0, Q5_0, Q8_0 and Q4_K matrix of `file` whose rows come in whole
     /// groups of four (`quant::interleave`), and returns their data offsets, sorted, for
     /// [`Weights::load`].
     /// Tensors whose bytes overlap another's stay as they are.
@@ -262,7 +263,7 @@ impl Weights {
                 continue;
             }
             if let Some(bytes) = file.get_mut(start..end) {
-                interleave::interleave(t.dtype, bytes, cols / QK4_0)?;
+                interleave::interleave(t.dtype, bytes, cols / t.dtype.block_elems())?;
                 crate::storage::try_reserve(&mut done, 1)?;
                 done.push(start);
             }
@@ -521,7 +522,7 @@ impl Loader<'_> {
         // Rows that split a group (no model cuts its fused tensors so): back to the file's layout.
         let matrix = self.g.tensor_bytes(self.file, info)?;
         let mut rows = crate::storage::try_vec(span(out)?, 0u8)?;
-        let nb = inp / QK4_0;
+        let nb = inp / info.dtype.block_elems();
         interleave::deinterleave_rows(info.dtype, matrix, nb, start..start + out, &mut rows);
         Ok(Linear::Quant(Tensor::from_quantized_bytes(
             info.dtype,

@@ -1,5 +1,5 @@
-//! Q4_0, Q5_0 and Q8_0 rows interleaved four at a time ("×4"): the layout relaxed-SIMD builds
-//! put a model's matrices of those formats in at load, in place.
+//! Q4_0, Q5_0, Q8_0, Q4_K and Q6_K rows interleaved four at a time ("×4"): the layout
+//! relaxed-SIMD builds put a model's matrices of those formats in at load, in place.
 //!
 //! A relaxed `i8×i7` dot multiplies bytes pairwise and sums neighbours within each lane. If the
 //! bytes of lane `i` come from weight row `i` and the activation's four bytes are splat over all
@@ -11,7 +11,7 @@
 //! pair already reaches 32,512). ggml's `q4_0_4x4` repack is the native analogue.
 //!
 //! Layout: rows `4g..4g + 4` form group `g`, which takes the same bytes as those four rows did
-//! (`4 · nb · block_bytes`). For each block `b` of the group:
+//! (`4 · nb · block_bytes`, `nb` blocks a row). For each block `b` of the group:
 //! - `d[4]`: the four rows' f16 scales, row order;
 //! - `v[c][16]`: `v[k][4i + m] = qs_i[4k + m]`, the quant bytes of row `i`, four at a time:
 //!   `c = 4` for Q4_0 and Q5_0, whose bytes keep the nibble pair (low nibble element `j`, high
@@ -22,8 +22,21 @@
 //!   16-bit shift and one mask put plane `2k + t`'s bits at value 16 in every byte, ready to
 //!   add to the nibbles.
 //!
-//! The kernels keep the canonical f32 order per output (block `b` into accumulator `b % 4`), so
-//! an interleaved matrix gives the same bits as its rows in the file's layout.
+//! Q4_K super-blocks (256 elements) keep every field, regrouped so that a field of the four rows
+//! is one vector:
+//! - `d[4]`, then `dmin[4]`: f16, row order;
+//! - `s[3][16]`: `s[w][4i..4i + 4]` = row `i`'s packed scale bytes `4w..4w + 4`, so the 6-bit
+//!   unpacking (`kquants::scales_mins_k4`) runs on the four rows at once, a row a lane;
+//! - `v[32][16]` at [`Q4_K_QS`], as Q4_0's: `v[k][4i + m] = qs_i[4k + m]`. Chunk `c` = `v[8c..8c
+//!   + 8]` holds sub-block `2c` in its low nibbles and `2c + 1` in its high ones.
+//!
+//! Q6_K super-blocks likewise: `d[4]`; `s[4][16]` at [`Q6_K_SCALES`], `s[t][4i..4i + 4]` = row
+//! `i`'s scales `4t..4t + 4` (i8); `ql[32][16]` at [`Q6_K_QL`] and `qh[16][16]` at [`Q6_K_QH`],
+//! four bytes of each row a vector as above.
+//!
+//! The kernels keep each format's f32 order per output (block `b` into accumulator `b % 4`; Q4_K's
+//! one accumulator in super-block order), so an interleaved matrix gives the same bits as its
+//! rows in the file's layout.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -39,13 +52,31 @@ pub const QS: usize = 2 * GROUP;
 /// Offset of the Q5_0 fifth-bit masks `h` in a group block (after `v`).
 pub const Q5_HIGH: usize = QS + 64;
 
-/// Whether this build interleaves Q4_0, Q5_0 and Q8_0 matrices at load: relaxed-SIMD builds, whose
-/// dots read the layout directly. Elsewhere the layout only exists in tests.
+/// Offset of the four rows' `dmin` in a Q4_K group block (after `d`).
+pub const Q4_K_DMIN: usize = 2 * GROUP;
+
+/// Offset of the Q4_K packed scales `s` in a group block (after `dmin`).
+pub const Q4_K_SCALES: usize = 4 * GROUP;
+
+/// Offset of the Q4_K quant bytes `v` in a group block (after the scales).
+pub const Q4_K_QS: usize = Q4_K_SCALES + 48;
+
+/// Offset of the Q6_K scales `s` in a group block (after `d`).
+pub const Q6_K_SCALES: usize = 2 * GROUP;
+
+/// Offset of the Q6_K low nibble bytes `ql` in a group block (after the scales).
+pub const Q6_K_QL: usize = Q6_K_SCALES + 64;
+
+/// Offset of the Q6_K high bit pairs `qh` in a group block (after `ql`).
+pub const Q6_K_QH: usize = Q6_K_QL + 512;
+
+/// Whether this build interleaves Q4_0, Q5_0, Q8_0, Q4_K and Q6_K matrices at load: relaxed-SIMD
+/// builds, whose dots read the layout directly. Elsewhere the layout only exists in tests.
 pub const ENABLED: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
 /// Whether `dtype` has a ×4 layout.
 pub fn supports(dtype: DType) -> bool {
-    matches!(dtype, DType::Q4_0 | DType::Q5_0 | DType::Q8_0)
+    !fields(dtype).is_empty()
 }
 
 /// Bytes of one block of a group of `dtype` rows (four rows' blocks).
@@ -96,17 +127,8 @@ pub fn deinterleave_rows(
     }
 }
 
-/// Offset of the quant bytes in a file-layout block: after `d`, and for Q5_0 `qh`.
-fn qs_in_block(dtype: DType) -> usize {
-    if dtype == DType::Q5_0 {
-        6
-    } else {
-        2
-    }
-}
-
-/// Quant bytes per row in a block (nibble pairs for Q4_0 and Q5_0) over four: the `v` vectors of
-/// a group block.
+/// Quant bytes per row in a block over four (nibble pairs for Q4_0 and Q5_0): the `v` vectors
+/// of a legacy group block.
 pub const fn chunks(dtype: DType) -> usize {
     match dtype {
         DType::Q8_0 => 8,
@@ -114,14 +136,65 @@ pub const fn chunks(dtype: DType) -> usize {
     }
 }
 
+/// A run of a block's bytes: `n` bytes of row `i` at `file` in its block go to `group + n · i` in
+/// the group block, repeated `times` times (at `file + n · k` and `group + 16 · k`).
+#[derive(Clone, Copy)]
+struct Field {
+    file: usize,
+    group: usize,
+    n: usize,
+    times: usize,
+}
+
+const fn field(file: usize, group: usize, n: usize, times: usize) -> Field {
+    Field {
+        file,
+        group,
+        n,
+        times,
+    }
+}
+
+/// `dtype`'s group block as runs of its rows' bytes (empty: no ×4 layout). Q5_0's bit planes
+/// are not a plain run ([`pack_block`] builds them).
+fn fields(dtype: DType) -> &'static [Field] {
+    const Q4_0: [Field; 2] = [field(0, 0, 2, 1), field(2, QS, 4, 4)];
+    const Q5_0: [Field; 2] = [field(0, 0, 2, 1), field(6, QS, 4, 4)];
+    const Q8_0: [Field; 2] = [field(0, 0, 2, 1), field(2, QS, 4, 8)];
+    const Q4_K: [Field; 4] = [
+        field(0, 0, 2, 1),
+        field(2, Q4_K_DMIN, 2, 1),
+        field(4, Q4_K_SCALES, 4, 3),
+        field(16, Q4_K_QS, 4, 32),
+    ];
+    const Q6_K: [Field; 4] = [
+        field(208, 0, 2, 1),
+        field(192, Q6_K_SCALES, 4, 4),
+        field(0, Q6_K_QL, 4, 32),
+        field(128, Q6_K_QH, 4, 16),
+    ];
+    match dtype {
+        DType::Q4_0 => &Q4_0,
+        DType::Q5_0 => &Q5_0,
+        DType::Q8_0 => &Q8_0,
+        DType::Q4_K => &Q4_K,
+        DType::Q6_K => &Q6_K,
+        _ => &[],
+    }
+}
+
+/// The `(file, group)` byte offsets of row `lane`'s runs in a block and a group block.
+fn runs(dtype: DType, lane: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    fields(dtype).iter().flat_map(move |f| {
+        (0..f.times).map(move |k| (f.file + f.n * k, f.group + 16 * k + f.n * lane, f.n))
+    })
+}
+
 /// One group block `out` from the same block of four rows in the file's layout.
 fn pack_block(dtype: DType, src: [&[u8]; GROUP], out: &mut [u8]) {
-    let qs = qs_in_block(dtype);
     for (i, s) in src.iter().enumerate() {
-        out[2 * i..2 * i + 2].copy_from_slice(&s[..2]);
-        for k in 0..chunks(dtype) {
-            let at = QS + 16 * k + 4 * i;
-            out[at..at + 4].copy_from_slice(&s[qs + 4 * k..qs + 4 * k + 4]);
+        for (file, group, n) in runs(dtype, i) {
+            out[group..group + n].copy_from_slice(&s[file..file + n]);
         }
     }
     if dtype == DType::Q5_0 {
@@ -143,11 +216,8 @@ fn fifth_bit(plane: usize, m: usize) -> usize {
 
 /// Row `lane`'s block in the file's layout, from one group block.
 fn unpack_block(dtype: DType, blk: &[u8], lane: usize, dst: &mut [u8]) {
-    let qs = qs_in_block(dtype);
-    dst[..2].copy_from_slice(&blk[2 * lane..2 * lane + 2]);
-    for k in 0..chunks(dtype) {
-        let at = QS + 16 * k + 4 * lane;
-        dst[qs + 4 * k..qs + 4 * k + 4].copy_from_slice(&blk[at..at + 4]);
+    for (file, group, n) in runs(dtype, lane) {
+        dst[file..file + n].copy_from_slice(&blk[group..group + n]);
     }
     if dtype == DType::Q5_0 {
         let mut qh = 0u32;

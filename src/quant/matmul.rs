@@ -117,7 +117,7 @@ pub fn matmul_many(
 }
 
 /// A quantized weight matrix `[rows, cols]` as the matmul reads it: a tensor's bytes, or a
-/// model's Q4_0, Q5_0 or Q8_0 matrix interleaved at load (`interleaved`, see `interleave.rs`).
+/// model's Q4_0, Q5_0, Q8_0 or Q4_K matrix interleaved at load (`interleaved`, see `interleave.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct QWeight<'a> {
     pub dtype: DType,
@@ -326,6 +326,12 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
             if act.rows() >= 4 && q5_0_block(w, act, block, width).is_some() =>
         {
             return
+        }
+        (DType::Q4_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
+            return kernels::gemm_q4_kx4_q8_k(w, bytes, *row_bytes, block)
+        }
+        (DType::Q6_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
+            return kernels::gemm_q6_kx4_q8_k(w, bytes, *row_bytes, block)
         }
         (DType::Q4_K | DType::Q5_K | DType::Q6_K, Acts::Rows { bytes, row_bytes }) => {
             return kernels::gemm_k_q8_k(job.dtype, w, bytes, *row_bytes, block);

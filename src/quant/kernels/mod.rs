@@ -8,8 +8,10 @@
 //! accumulation is fixed — block `b` adds `(d_w · d_x) · isum_b` into accumulator `b % 4`, and
 //! the result is `(acc0 + acc1) + (acc2 + acc3)` — so a SIMD dot (one accumulator per lane)
 //! returns the same bits as its scalar twin. Activation quantization matches ggml's
-//! `quantize_row_q8_0_ref` bit for bit. Q4_0, Q5_0 and Q8_0 matrices interleaved at load
-//! (`quant::interleave`) keep that order per output, so they give the bits of the file's layout.
+//! `quantize_row_q8_0_ref` bit for bit. (The K formats' dots keep one accumulator, in
+//! super-block order, as their twins in `kquants.rs` do.) Q4_0, Q5_0, Q8_0 and Q4_K matrices
+//! interleaved at load (`quant::interleave`) keep their format's order per output, so they give
+//! the bits of the file's layout.
 
 pub mod scalar;
 
@@ -22,11 +24,15 @@ pub mod simd128_kquants;
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub mod relaxed;
 
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub mod relaxed_kquants;
+
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
-    gemm_i8, gemm_k_q8_k, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0,
-    gemm_q8_0x4_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k,
-    vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
+    gemm_i8, gemm_k_q8_k, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q4_kx4_q8_k, gemm_q5_0x4_q8_0,
+    gemm_q6_kx4_q8_k, gemm_q8_0_q8_0, gemm_q8_0x4_q8_0, isum_i8, quantize_row_q8_0,
+    vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k,
+    vec_dot_q8_0_q8_0,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -40,7 +46,9 @@ pub use simd128_kquants::{
     target_feature = "simd128",
     not(target_feature = "relaxed-simd")
 ))]
-pub use scalar::{gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0x4_q8_0};
+pub use scalar::{
+    gemm_q4_0x4_q8_0, gemm_q4_kx4_q8_k, gemm_q5_0x4_q8_0, gemm_q6_kx4_q8_k, gemm_q8_0x4_q8_0,
+};
 #[cfg(all(
     target_arch = "wasm32",
     target_feature = "simd128",
@@ -56,6 +64,8 @@ pub use relaxed::{
     gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0, gemm_q8_0x4_q8_0,
     vec_dot_q4_0_q8_0,
 };
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub use relaxed_kquants::{gemm_q4_kx4_q8_k, gemm_q6_kx4_q8_k};
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 

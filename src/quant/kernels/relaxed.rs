@@ -324,8 +324,7 @@ fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 }
 
 /// Writes a group's four outputs for activation rows `r0..r0 + N` (row `r` at `out[(r0 + r) ·
-/// stride..]`), or, when a scale was inf/NaN (`None`: a broken file), the scalar dots of the
-/// group's rows in the file's layout.
+/// stride..]`; see [`put_group`]).
 fn store_group<F: X4, const N: usize>(
     sums: Option<[v128; N]>,
     wg: &[u8],
@@ -337,18 +336,34 @@ fn store_group<F: X4, const N: usize>(
 ) {
     for r in 0..N {
         let o = &mut out[(r0 + r) * stride..][..GROUP];
-        match sums {
-            Some(s) => o.copy_from_slice(&super::simd128::f32_lanes(s[r])),
-            None => {
-                let Ok(mut row) = crate::storage::try_vec(nb * F::DTYPE.block_bytes(), 0u8) else {
-                    return o.fill(f32::NAN);
-                };
-                for (lane, v) in o.iter_mut().enumerate() {
-                    deinterleave_rows(F::DTYPE, wg, nb, lane..lane + 1, &mut row);
-                    *v = F::row_dot(&row, act.q8_row(r0 + r));
-                }
-            }
-        }
+        let x = act.q8_row(r0 + r);
+        put_group(sums.map(|s| s[r]), (F::DTYPE, F::row_dot), wg, nb, x, o);
+    }
+}
+
+/// A format's scalar dot of one weight row in the file's layout with one activation row.
+pub(super) type RowDot = fn(&[u8], &[u8]) -> f32;
+
+/// A group's four outputs `o` against activation row `x`: the lanes of `sums`, or, when a weight
+/// scale was inf/NaN (`None`: a broken file), `dot` of each of the group's rows (`nb` blocks of
+/// `dtype` in `wg`) back in the file's layout.
+pub(super) fn put_group(
+    sums: Option<v128>,
+    (dtype, dot): (DType, RowDot),
+    wg: &[u8],
+    nb: usize,
+    x: &[u8],
+    o: &mut [f32],
+) {
+    if let Some(s) = sums {
+        return o.copy_from_slice(&super::simd128::f32_lanes(s));
+    }
+    let Ok(mut row) = crate::storage::try_vec(nb * dtype.block_bytes(), 0u8) else {
+        return o.fill(f32::NAN);
+    };
+    for (lane, v) in o.iter_mut().enumerate() {
+        deinterleave_rows(dtype, wg, nb, lane..lane + 1, &mut row);
+        *v = dot(&row, x);
     }
 }
 

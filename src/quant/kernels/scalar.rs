@@ -119,27 +119,62 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 /// [`gemm_q4_0x4_q8_0`] for Q5_0 weights interleaved four rows at a time (see
 /// [`gemm_x4_by_rows`]); the reference for the relaxed-SIMD version.
 pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
-    gemm_x4_by_rows(DType::Q5_0, vec_dot_q5_0_q8_0, w, act, out)
+    let row = |r: usize| act.q8_row(r);
+    gemm_x4_by_rows(
+        DType::Q5_0,
+        vec_dot_q5_0_q8_0,
+        w,
+        act.blocks(),
+        (act.rows(), row),
+        out,
+    )
 }
 
 /// [`gemm_q4_0x4_q8_0`] for Q8_0 weights interleaved four rows at a time (see
 /// [`gemm_x4_by_rows`]); the reference for the relaxed-SIMD version.
 pub fn gemm_q8_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
-    gemm_x4_by_rows(DType::Q8_0, vec_dot_q8_0_q8_0, w, act, out)
+    let row = |r: usize| act.q8_row(r);
+    gemm_x4_by_rows(
+        DType::Q8_0,
+        vec_dot_q8_0_q8_0,
+        w,
+        act.blocks(),
+        (act.rows(), row),
+        out,
+    )
 }
 
-/// An interleaved `dtype` matmul whose groups go back to the file's layout one row at a time
-/// and take `dot`, the format's scalar dot (so the bits are the file layout's by construction).
-fn gemm_x4_by_rows(
+/// [`gemm_k_q8_k`] for Q4_K weights interleaved four rows at a time (see [`gemm_x4_by_rows`]),
+/// against the Q8_K activation rows of `x_row` bytes in `x`; the reference for the relaxed-SIMD
+/// version.
+pub fn gemm_q4_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
+    let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
+    gemm_x4_by_rows(DType::Q4_K, vec_dot_q4_k_q8_k, w, nb, (rows, row), out)
+}
+
+/// [`gemm_q4_kx4_q8_k`] for Q6_K weights interleaved four rows at a time; the reference for the
+/// relaxed-SIMD version.
+pub fn gemm_q6_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
+    let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
+    gemm_x4_by_rows(DType::Q6_K, vec_dot_q6_k_q8_k, w, nb, (rows, row), out)
+}
+
+/// An interleaved `dtype` matmul of `nb`-block rows whose groups go back to the file's layout one
+/// row at a time and take `dot`, the format's scalar dot, against each of the `rows` activation
+/// rows `act(r)` (so the bits are the file layout's by construction): `n_w = out.len() / rows`
+/// outputs per activation row, from the first `n_w / 4` groups of `w`.
+fn gemm_x4_by_rows<'a>(
     dtype: DType,
     dot: fn(&[u8], &[u8]) -> f32,
     w: &[u8],
-    act: &Q8Act,
+    nb: usize,
+    (rows, act): (usize, impl Fn(usize) -> &'a [u8]),
     out: &mut [f32],
 ) {
     use crate::quant::interleave::{deinterleave_rows, group_block, GROUP};
-    let (rows, nb) = (act.rows().max(1), act.blocks());
-    let n_w = out.len() / rows;
+    let n_w = out.len() / rows.max(1);
     let Ok(mut row) = crate::storage::try_vec(nb * dtype.block_bytes(), 0u8) else {
         return out.fill(f32::NAN);
     };
@@ -148,7 +183,7 @@ fn gemm_x4_by_rows(
         for lane in 0..GROUP {
             deinterleave_rows(dtype, wg, nb, lane..lane + 1, &mut row);
             for r in 0..rows {
-                out[r * n_w + g * GROUP + lane] = dot(&row, act.q8_row(r));
+                out[r * n_w + g * GROUP + lane] = dot(&row, act(r));
             }
         }
     }
