@@ -210,8 +210,8 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
     assert_eq!(out, vec![7u8; 16]);
 }
 
-/// Q4_K and Q6_K in the ×4 layout: the round trip, and this build's kernels and the scalar twins
-/// against the file layout's scalar dots (`vec_dot_q4_k_q8_k`, `vec_dot_q6_k_q8_k`) for one to
+/// Q4_K, Q5_K and Q6_K in the ×4 layout: the round trip, and this build's kernels and the scalar
+/// twins against the file layout's scalar dots (`vec_dot_q4_k_q8_k`, …) for one to
 /// nine activation rows (tiles of four and the rest), with an infinite and a NaN f16 scale in
 /// some groups (the kernels then fall back to the scalar dots).
 #[test]
@@ -226,6 +226,13 @@ fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_fo
             kernels::gemm_q4_kx4_q8_k as Gemm,
             scalar::gemm_q4_kx4_q8_k as Gemm,
             scalar::vec_dot_q4_k_q8_k as Dot,
+            [0, 2],
+        ),
+        (
+            DType::Q5_K,
+            kernels::gemm_q5_kx4_q8_k,
+            scalar::gemm_q5_kx4_q8_k,
+            scalar::vec_dot_q5_k_q8_k,
             [0, 2],
         ),
         (
@@ -248,7 +255,7 @@ fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_fo
         ] {
             let mut w = random_mix_blocks(&mut rng, dtype, n_w * blocks);
             if rows == 3 || rows == 9 {
-                // An infinite d, and a NaN dmin (Q4_K) or d (Q6_K).
+                // An infinite d, and a NaN dmin (Q4_K, Q5_K) or d (Q6_K).
                 w[bb * (blocks + 1) + d_at[0]..][..2].copy_from_slice(&0x7C00u16.to_le_bytes());
                 w[bb * (3 * blocks) + d_at[1]..][..2].copy_from_slice(&0x7E01u16.to_le_bytes());
             }

@@ -1,4 +1,4 @@
-//! Q4_0, Q5_0, Q8_0, Q4_K and Q6_K rows interleaved four at a time ("×4"): the layout
+//! Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K rows interleaved four at a time ("×4"): the layout
 //! relaxed-SIMD builds put a model's matrices of those formats in at load, in place.
 //!
 //! A relaxed `i8×i7` dot multiplies bytes pairwise and sums neighbours within each lane. If the
@@ -29,6 +29,10 @@
 //!   unpacking (`kquants::scales_mins_k4`) runs on the four rows at once, a row a lane;
 //! - `v[32][16]` at [`Q4_K_QS`], as Q4_0's: `v[k][4i + m] = qs_i[4k + m]`. Chunk `c` = `v[8c..8c
 //!   + 8]` holds sub-block `2c` in its low nibbles and `2c + 1` in its high ones.
+//!
+//! Q5_K: Q4_K's first three fields, then its fifth bits `h[8][16]` at [`Q5_K_QH`] (`h[k][4i + m]
+//! = qh_i[4k + m]`: bit `j` of byte `4i + m` of `h[k]` is the fifth bit of sub-block `j`'s
+//! element in lane `4i + m` of `v[8⌊j/2⌋ + k]`), then `v` at [`Q5_K_QS`].
 //!
 //! Q6_K super-blocks likewise: `d[4]`; `s[4][16]` at [`Q6_K_SCALES`], `s[t][4i..4i + 4]` = row
 //! `i`'s scales `4t..4t + 4` (i8); `ql[32][16]` at [`Q6_K_QL`] and `qh[16][16]` at [`Q6_K_QH`],
@@ -61,6 +65,12 @@ pub const Q4_K_SCALES: usize = 4 * GROUP;
 /// Offset of the Q4_K quant bytes `v` in a group block (after the scales).
 pub const Q4_K_QS: usize = Q4_K_SCALES + 48;
 
+/// Offset of the Q5_K fifth bits `h` in a group block (after the scales).
+pub const Q5_K_QH: usize = Q4_K_QS;
+
+/// Offset of the Q5_K quant bytes `v` in a group block (after `h`).
+pub const Q5_K_QS: usize = Q5_K_QH + 128;
+
 /// Offset of the Q6_K scales `s` in a group block (after `d`).
 pub const Q6_K_SCALES: usize = 2 * GROUP;
 
@@ -70,7 +80,7 @@ pub const Q6_K_QL: usize = Q6_K_SCALES + 64;
 /// Offset of the Q6_K high bit pairs `qh` in a group block (after `ql`).
 pub const Q6_K_QH: usize = Q6_K_QL + 512;
 
-/// Whether this build interleaves Q4_0, Q5_0, Q8_0, Q4_K and Q6_K matrices at load: relaxed-SIMD
+/// Whether this build interleaves Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K matrices at load: relaxed-SIMD
 /// builds, whose dots read the layout directly. Elsewhere the layout only exists in tests.
 pub const ENABLED: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
@@ -167,6 +177,13 @@ fn fields(dtype: DType) -> &'static [Field] {
         field(4, Q4_K_SCALES, 4, 3),
         field(16, Q4_K_QS, 4, 32),
     ];
+    const Q5_K: [Field; 5] = [
+        field(0, 0, 2, 1),
+        field(2, Q4_K_DMIN, 2, 1),
+        field(4, Q4_K_SCALES, 4, 3),
+        field(16, Q5_K_QH, 4, 8),
+        field(48, Q5_K_QS, 4, 32),
+    ];
     const Q6_K: [Field; 4] = [
         field(208, 0, 2, 1),
         field(192, Q6_K_SCALES, 4, 4),
@@ -178,6 +195,7 @@ fn fields(dtype: DType) -> &'static [Field] {
         DType::Q5_0 => &Q5_0,
         DType::Q8_0 => &Q8_0,
         DType::Q4_K => &Q4_K,
+        DType::Q5_K => &Q5_K,
         DType::Q6_K => &Q6_K,
         _ => &[],
     }

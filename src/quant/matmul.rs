@@ -330,6 +330,9 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
         (DType::Q4_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
             return kernels::gemm_q4_kx4_q8_k(w, bytes, *row_bytes, block)
         }
+        (DType::Q5_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
+            return kernels::gemm_q5_kx4_q8_k(w, bytes, *row_bytes, block)
+        }
         (DType::Q6_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
             return kernels::gemm_q6_kx4_q8_k(w, bytes, *row_bytes, block)
         }

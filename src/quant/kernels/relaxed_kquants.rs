@@ -1,15 +1,16 @@
-//! Relaxed-SIMD dots of Q4_K and Q6_K matrices interleaved four rows at a time
+//! Relaxed-SIMD dots of Q4_K, Q5_K and Q6_K matrices interleaved four rows at a time
 //! (`quant::interleave`) against Q8_K activations.
 //!
 //! As for the legacy ×4 formats (`relaxed.rs`), each relaxed `i8×i7` dot pairs one activation
 //! word, splat over the lanes, with four nibbles of each of the four rows, so a row's sums stay
 //! in its lane. What a K block adds: the sub-blocks' scales multiply their i16 sums while
 //! widening (`i32x4_dot_i16x8`, a row's scale in its lane's two i16 halves), and what the
-//! quants' offsets take off (Q4_K's mins, Q6_K's 32) meets the activation's 16-element sums
+//! quants' offsets take off (Q4_K/Q5_K's mins, Q6_K's 32) meets the activation's 16-element sums
 //! (`bsums`) once a super-block. The layout puts a field of the four rows in one vector, so
-//! scale unpacking (`kquants::scales_mins_k4` for Q4_K) runs on the four rows at once. Integer
-//! sums are exact and each lane applies the twin's f32 steps in its order
-//! (`kquants::vec_dot_q4_k_q8_k`, `vec_dot_q6_k_q8_k`), so the bits are the file layout's.
+//! scale unpacking (`kquants::scales_mins_k4` for Q4_K/Q5_K) runs on the four rows at once.
+//! Integer sums are exact and each lane applies the twin's f32 steps in its order
+//! (`kquants::vec_dot_q4_k_q8_k`, `vec_dot_q5_k_q8_k`, `vec_dot_q6_k_q8_k`), so the bits are the
+//! file layout's.
 
 use core::arch::wasm32::*;
 
@@ -17,7 +18,8 @@ use super::relaxed::put_group;
 use super::simd128::{bits_to_4, f16_high_to_f32, high_nibbles};
 use crate::dtype::DType;
 use crate::quant::interleave::{
-    group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q6_K_QH, Q6_K_QL, Q6_K_SCALES,
+    group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q5_K_QH, Q5_K_QS, Q6_K_QH, Q6_K_QL,
+    Q6_K_SCALES,
 };
 use crate::quant::kquants::QK_K;
 
@@ -27,7 +29,12 @@ const Q8_K_BYTES: usize = DType::Q8_K.block_bytes();
 /// in `x` (see `scalar::gemm_q4_kx4_q8_k`, whose bits this reproduces): four activation rows at
 /// a time share each unpacked weight vector, the rest go one by one.
 pub fn gemm_q4_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    gemm_kx4::<Q4Kx4>(w, x, x_row, out)
+    gemm_kx4::<Q45Kx4<false>>(w, x, x_row, out)
+}
+
+/// [`gemm_q4_kx4_q8_k`] for Q5_K×4 weights (see `scalar::gemm_q5_kx4_q8_k`, same bits).
+pub fn gemm_q5_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    gemm_kx4::<Q45Kx4<true>>(w, x, x_row, out)
 }
 
 /// [`gemm_q4_kx4_q8_k`] for Q6_K×4 weights (see `scalar::gemm_q6_kx4_q8_k`, same bits).
@@ -53,7 +60,8 @@ trait KX4 {
     );
 }
 
-struct Q4Kx4;
+/// Q4_K, or with `Q5` Q5_K.
+struct Q45Kx4<const Q5: bool>;
 struct Q6Kx4;
 
 /// The ×4 matmul of format `F` (see [`gemm_q4_kx4_q8_k`]).
@@ -139,11 +147,14 @@ unsafe fn dx(xb: *const u8) -> v128 {
     f32x4_splat((xb as *const f32).read_unaligned())
 }
 
-impl KX4 for Q4Kx4 {
-    const DTYPE: DType = DType::Q4_K;
+impl<const Q5: bool> KX4 for Q45Kx4<Q5> {
+    const DTYPE: DType = if Q5 { DType::Q5_K } else { DType::Q4_K };
 
     fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        super::scalar::vec_dot_q4_k_q8_k(w, x)
+        match Q5 {
+            true => super::scalar::vec_dot_q5_k_q8_k(w, x),
+            false => super::scalar::vec_dot_q4_k_q8_k(w, x),
+        }
     }
 
     /// The twin's steps per row: `sum += d·dx·isum`, then `sum −= dmin·dx·msum`.
@@ -157,7 +168,7 @@ impl KX4 for Q4Kx4 {
         let d = f16x4(blk, special);
         let dmin = f16x4(blk.add(Q4_K_DMIN), special);
         let (sc, m) = scales_mins(blk.add(Q4_K_SCALES));
-        let isum = q4_k_sums(blk.add(Q4_K_QS), x.map(|x| x.add(4)), sc);
+        let isum = q45_k_sums::<N, Q5>(blk, x.map(|x| x.add(4)), sc);
         for i in 0..N {
             let dx = dx(x[i]);
             let msum = mins_sums(m, x[i].add(4 + QK_K));
@@ -237,53 +248,65 @@ fn lane_scales(sc: v128) -> [v128; 4] {
     ]
 }
 
-/// `Σ_j sc_j · Σ q·x` over a Q4_K super-block's eight sub-blocks for each of the `N` activation
-/// rows (`qx`: their 256 quants), lane = weight row.
+/// `Σ_j sc_j · Σ q·x` over a Q4_K (or with `Q5` Q5_K) super-block's eight sub-blocks for each
+/// of the `N` activation rows (`qx`: their 256 quants), lane = weight row.
 #[inline(always)]
-unsafe fn q4_k_sums<const N: usize>(qs: *const u8, qx: [*const u8; N], sc: [v128; 2]) -> [v128; N] {
+unsafe fn q45_k_sums<const N: usize, const Q5: bool>(
+    blk: *const u8,
+    qx: [*const u8; N],
+    sc: [v128; 2],
+) -> [v128; N] {
     let (lo, hi) = (lane_scales(sc[0]), lane_scales(sc[1]));
     let scales = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
     let mut isum = [i32x4_splat(0); N];
+    // A loop over the chunks, not eight copies of the sub-block: unrolled, the four-row tile ran
+    // 2× slower in Chromium.
     for c in 0..4 {
-        sub_block::<N, false>(qs, c, qx.map(|x| x.add(64 * c)), scales[2 * c], &mut isum);
-        sub_block::<N, true>(
-            qs,
-            c,
-            qx.map(|x| x.add(64 * c + 32)),
-            scales[2 * c + 1],
-            &mut isum,
-        );
+        let x = qx.map(|x| x.add(64 * c));
+        sub_block::<N, Q5, false>(blk, c, x, scales[2 * c], &mut isum);
+        sub_block::<N, Q5, true>(blk, c, x, scales[2 * c + 1], &mut isum);
     }
     isum
 }
 
-/// Adds `scale ·` sub-block `2c` (`HIGH` false: chunk `c`'s low nibbles) or `2c + 1` (high) `· x`
-/// into `isum`, `x` the 32 activation quants of each row. The eight relaxed dots add up in i16 (a
-/// pair is at most 2·15·128, eight of them 30,720) and widen times the scale.
+/// Adds `scale · Σ q·x` over sub-block `j = 2c + HIGH` into `isum` (`x`: each row's quants from
+/// element `64c`): chunk `c`'s low or high nibbles, with Q5_K's fifth bit `j` of `h`. The relaxed
+/// dots add up in i16 and widen times the scale every eight (Q4_K: a pair is at most 2·15·128,
+/// eight 30,720) or four (Q5_K: 2·31·128, four 31,744).
 #[inline(always)]
-unsafe fn sub_block<const N: usize, const HIGH: bool>(
-    qs: *const u8,
+unsafe fn sub_block<const N: usize, const Q5: bool, const HIGH: bool>(
+    blk: *const u8,
     c: usize,
     x: [*const u8; N],
     scale: v128,
     isum: &mut [v128; N],
 ) {
-    let mask = u8x16_splat(0x0F);
+    let (mask, widen_every) = (u8x16_splat(0x0F), if Q5 { 4 } else { 8 });
+    let qs = blk.add(if Q5 { Q5_K_QS } else { Q4_K_QS });
+    // Bit j of every byte, as a compare (a shift by it would be a variable one).
+    let bit = u8x16_splat(1 << (2 * c + HIGH as usize));
     let mut acc = [i16x8_splat(0); N];
     for k in 0..8 {
         let v = v128_load(qs.add(16 * (8 * c + k)) as *const v128);
-        let u = if HIGH {
-            high_nibbles(v, mask)
-        } else {
-            v128_and(v, mask)
+        let mut u = match HIGH {
+            false => v128_and(v, mask),
+            true => high_nibbles(v, mask),
         };
+        if Q5 {
+            let h = v128_load(blk.add(Q5_K_QH + 16 * k) as *const v128);
+            let set = i8x16_eq(v128_and(h, bit), bit);
+            u = v128_or(u, v128_and(set, u8x16_splat(0x10)));
+        }
         for (a, x) in acc.iter_mut().zip(&x) {
-            let xw = v128_load32_splat(x.add(4 * k) as *const u32);
+            let xw = v128_load32_splat(x.add(32 * HIGH as usize + 4 * k) as *const u32);
             *a = i16x8_add(*a, i16x8_relaxed_dot_i8x16_i7x16(xw, u));
         }
-    }
-    for (s, a) in isum.iter_mut().zip(acc) {
-        *s = i32x4_add(*s, i32x4_dot_i16x8(a, scale));
+        if (k + 1) % widen_every == 0 {
+            for (s, a) in isum.iter_mut().zip(&mut acc) {
+                *s = i32x4_add(*s, i32x4_dot_i16x8(*a, scale));
+                *a = i16x8_splat(0);
+            }
+        }
     }
 }
 

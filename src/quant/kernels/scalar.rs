@@ -153,6 +153,14 @@ pub fn gemm_q4_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
     gemm_x4_by_rows(DType::Q4_K, vec_dot_q4_k_q8_k, w, nb, (rows, row), out)
 }
 
+/// [`gemm_q4_kx4_q8_k`] for Q5_K weights interleaved four rows at a time; the reference for the
+/// relaxed-SIMD version.
+pub fn gemm_q5_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
+    let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
+    gemm_x4_by_rows(DType::Q5_K, vec_dot_q5_k_q8_k, w, nb, (rows, row), out)
+}
+
 /// [`gemm_q4_kx4_q8_k`] for Q6_K weights interleaved four rows at a time; the reference for the
 /// relaxed-SIMD version.
 pub fn gemm_q6_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
