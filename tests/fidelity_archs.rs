@@ -75,12 +75,12 @@ fn cases(reference: &str) -> Vec<Case> {
 struct Parts {
     cfg: Config,
     weights: Weights,
-    /// Q4_0, Q5_0, Q8_0 and Q4_K matrices in the interleaved layout.
+    /// Matrices in the interleaved layout.
     interleaved: usize,
 }
 
 impl Parts {
-    /// `interleave`: the Q4_0, Q5_0, Q8_0 and Q4_K matrices four rows at a time, as relaxed-SIMD builds
+    /// `interleave`: the matrices of the ×4 formats four rows at a time, as relaxed-SIMD builds
     /// load them.
     fn load(bytes: &[u8], interleave: bool) -> Parts {
         let mut bytes = bytes.to_vec();
@@ -194,8 +194,8 @@ fn check(name: &str, gguf: &[u8], reference: &str, last_logits: &[u8], spread: O
     assert_eq!(agree, judged, "{name}: teacher-forced top-1");
 }
 
-/// The model loaded with its Q4_0, Q5_0, Q8_0 and Q4_K matrices interleaved (what relaxed-SIMD builds
-/// run) gives the logits of the file's layout bit for bit, prompt and one decode step.
+/// The model loaded with its ×4-format matrices interleaved (what relaxed-SIMD builds run) gives
+/// the logits of the file's layout bit for bit, prompt and one decode step.
 fn same_bits_interleaved(name: &str, gguf: &[u8], plain: &Parts, tokens: &[u32]) {
     let mi = Parts::load(gguf, true);
     assert!(mi.interleaved > 0, "{name}: no matrix interleaved");

@@ -50,7 +50,7 @@ impl Model {
     }
 
     /// [`Model::load`] with the weights' layout chosen by the caller rather than the build:
-    /// `interleave` rearranges the Q4_0, Q5_0, Q8_0 and Q4_K matrices four rows at a time
+    /// `interleave` rearranges the matrices of the ×4 formats four rows at a time
     /// (`quant::interleave`, what relaxed-SIMD builds do), which every build runs (the others on
     /// the scalar kernels) with the same bits. For tests and benchmarks.
     pub fn load_with_layout(mut bytes: Vec<u8>, interleave: bool) -> Result<Model> {

@@ -19,7 +19,7 @@ use half::{bf16, f16};
 pub enum Linear {
     /// Block-quantized with a fused kernel: a view into the file.
     Quant(Tensor),
-    /// Q4_0, Q5_0, Q8_0 or Q4_K interleaved four rows at a time at load (relaxed-SIMD builds, see
+    /// A matrix of a ×4 format interleaved four rows at a time at load (relaxed-SIMD builds, see
     /// `quant::interleave`): a view into the file, `out` a multiple of four.
     Interleaved {
         dtype: DType,
@@ -231,8 +231,8 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Interleaves in place every Q4_0, Q5_0, Q8_0 and Q4_K matrix of `file` whose rows come in whole
-    /// groups of four (`quant::interleave`), and returns their data offsets, sorted, for
+    /// Interleaves in place every matrix of `file` in a format with a ×4 layout whose rows come in
+    /// whole groups of four (`quant::interleave`), and returns their data offsets, sorted, for
     /// [`Weights::load`].
     /// Tensors whose bytes overlap another's stay as they are.
     pub fn interleave(file: &mut [u8], g: &GgufFile) -> Result<Vec<usize>> {

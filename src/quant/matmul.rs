@@ -117,7 +117,7 @@ pub fn matmul_many(
 }
 
 /// A quantized weight matrix `[rows, cols]` as the matmul reads it: a tensor's bytes, or a
-/// model's Q4_0, Q5_0, Q8_0 or Q4_K matrix interleaved at load (`interleaved`, see `interleave.rs`).
+/// model's matrix of a ×4 format interleaved at load (`interleaved`, see `interleave.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct QWeight<'a> {
     pub dtype: DType,

@@ -9,9 +9,9 @@
 //! the result is `(acc0 + acc1) + (acc2 + acc3)` — so a SIMD dot (one accumulator per lane)
 //! returns the same bits as its scalar twin. Activation quantization matches ggml's
 //! `quantize_row_q8_0_ref` bit for bit. (The K formats' dots keep one accumulator, in
-//! super-block order, as their twins in `kquants.rs` do.) Q4_0, Q5_0, Q8_0 and Q4_K matrices
-//! interleaved at load (`quant::interleave`) keep their format's order per output, so they give
-//! the bits of the file's layout.
+//! super-block order, as their twins in `kquants.rs` do.) Matrices interleaved at load
+//! (`quant::interleave`) keep their format's order per output, so they give the bits of the
+//! file's layout.
 
 pub mod scalar;
 

@@ -15,7 +15,8 @@
 use core::arch::wasm32::*;
 
 use super::relaxed::put_group;
-use super::simd128::{bits_to_4, f16_high_to_f32, high_nibbles};
+use super::simd128::{f16_high_to_f32, high_nibbles};
+use super::simd128_kquants::q6_k_unpack;
 use crate::dtype::DType;
 use crate::quant::interleave::{
     group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q5_K_QH, Q5_K_QS, Q6_K_QH, Q6_K_QL,
@@ -384,19 +385,11 @@ unsafe fn q6_k_sums<const N: usize>(
 #[inline(always)]
 unsafe fn q6_k_quarters(blk: *const u8, n: usize, t: usize) -> [v128; 4] {
     let load = |at: usize| v128_load(blk.add(at) as *const v128);
-    let mask = u8x16_splat(0x0F);
-    let (a, b) = (
+    q6_k_unpack(
         load(Q6_K_QL + 16 * (16 * n + t)),
         load(Q6_K_QL + 16 * (16 * n + 8 + t)),
-    );
-    let h = load(Q6_K_QH + 16 * (8 * n + t));
-    let top = |k: u32| bits_to_4(h, k, u8x16_splat(0x30));
-    [
-        v128_or(v128_and(a, mask), top(0)),
-        v128_or(v128_and(b, mask), top(2)),
-        v128_or(high_nibbles(a, mask), top(4)),
-        v128_or(high_nibbles(b, mask), top(6)),
-    ]
+        load(Q6_K_QH + 16 * (8 * n + t)),
+    )
 }
 
 /// Adds `scale ·` (quarter `Q`'s two vectors `u0`, `u1` `·` their activation words at `x + 32Q`)

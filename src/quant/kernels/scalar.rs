@@ -148,25 +148,32 @@ pub fn gemm_q8_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 /// against the Q8_K activation rows of `x_row` bytes in `x`; the reference for the relaxed-SIMD
 /// version.
 pub fn gemm_q4_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
-    let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
-    gemm_x4_by_rows(DType::Q4_K, vec_dot_q4_k_q8_k, w, nb, (rows, row), out)
+    k_x4_by_rows(DType::Q4_K, vec_dot_q4_k_q8_k, w, (x, x_row), out)
 }
 
 /// [`gemm_q4_kx4_q8_k`] for Q5_K weights interleaved four rows at a time; the reference for the
 /// relaxed-SIMD version.
 pub fn gemm_q5_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
-    let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
-    gemm_x4_by_rows(DType::Q5_K, vec_dot_q5_k_q8_k, w, nb, (rows, row), out)
+    k_x4_by_rows(DType::Q5_K, vec_dot_q5_k_q8_k, w, (x, x_row), out)
 }
 
 /// [`gemm_q4_kx4_q8_k`] for Q6_K weights interleaved four rows at a time; the reference for the
 /// relaxed-SIMD version.
 pub fn gemm_q6_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    k_x4_by_rows(DType::Q6_K, vec_dot_q6_k_q8_k, w, (x, x_row), out)
+}
+
+/// [`gemm_x4_by_rows`] against the Q8_K activation rows of `x_row` bytes in `x`.
+fn k_x4_by_rows(
+    dtype: DType,
+    dot: fn(&[u8], &[u8]) -> f32,
+    w: &[u8],
+    (x, x_row): (&[u8], usize),
+    out: &mut [f32],
+) {
     let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
     let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
-    gemm_x4_by_rows(DType::Q6_K, vec_dot_q6_k_q8_k, w, nb, (rows, row), out)
+    gemm_x4_by_rows(dtype, dot, w, nb, (rows, row), out)
 }
 
 /// An interleaved `dtype` matmul of `nb`-block rows whose groups go back to the file's layout one

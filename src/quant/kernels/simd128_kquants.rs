@@ -154,8 +154,15 @@ fn q45_k_half(qh: Option<&[u8]>, qs: &[u8], c: usize, half: usize) -> (v128, v12
 /// 128-element Q6_K half as unsigned 6-bit quants, from its `ql` (64 bytes) and `qh` (32).
 #[inline(always)]
 fn q6_k_quarters(ql: &[u8], qh: &[u8], l: usize) -> [v128; 4] {
+    q6_k_unpack(load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]))
+}
+
+/// The four quarters' quants from the sixteen `ql` bytes `a` (at `l`), `b` (at `l + 32`) and the
+/// `qh` bytes `h` (at `l`): low then high nibbles of `a` and `b` in turn, each with its bit pair
+/// of `h` (bits 0–1, 2–3, 4–5, 6–7) on top.
+#[inline(always)]
+pub(crate) fn q6_k_unpack(a: v128, b: v128, h: v128) -> [v128; 4] {
     let mask = u8x16_splat(0x0F);
-    let (a, b, h) = (load16(&ql[l..]), load16(&ql[l + 32..]), load16(&qh[l..]));
     let top = |k: u32| bits_to_4(h, k, u8x16_splat(0x30));
     [
         v128_or(v128_and(a, mask), top(0)),
