@@ -213,35 +213,17 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
 /// Q4_K, Q5_K and Q6_K in the ×4 layout: the round trip, and this build's kernels and the scalar
 /// twins against the file layout's scalar dots (`vec_dot_q4_k_q8_k`, …) for one to
 /// nine activation rows (tiles of four and the rest), with an infinite and a NaN f16 scale in
-/// some groups (the kernels then fall back to the scalar dots).
+/// some groups (the kernels then fall back to the scalar dots) and, with two or more activation
+/// blocks, one block of saturated −128 quants (the widest i16 sums).
 #[test]
 fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
-    type Gemm = fn(&[u8], &[u8], usize, &mut [f32]);
     type Dot = fn(&[u8], &[u8]) -> f32;
     let mut rng = Rng::new(31);
     let q8k = DType::Q8_K.block_bytes();
-    for (dtype, fast, twin, dot, d_at) in [
-        (
-            DType::Q4_K,
-            kernels::gemm_q4_kx4_q8_k as Gemm,
-            scalar::gemm_q4_kx4_q8_k as Gemm,
-            scalar::vec_dot_q4_k_q8_k as Dot,
-            [0, 2],
-        ),
-        (
-            DType::Q5_K,
-            kernels::gemm_q5_kx4_q8_k,
-            scalar::gemm_q5_kx4_q8_k,
-            scalar::vec_dot_q5_k_q8_k,
-            [0, 2],
-        ),
-        (
-            DType::Q6_K,
-            kernels::gemm_q6_kx4_q8_k,
-            scalar::gemm_q6_kx4_q8_k,
-            scalar::vec_dot_q6_k_q8_k,
-            [208, 208],
-        ),
+    for (dtype, dot, d_at) in [
+        (DType::Q4_K, scalar::vec_dot_q4_k_q8_k as Dot, [0, 2]),
+        (DType::Q5_K, scalar::vec_dot_q5_k_q8_k, [0, 2]),
+        (DType::Q6_K, scalar::vec_dot_q6_k_q8_k, [208, 208]),
     ] {
         let bb = dtype.block_bytes();
         for (rows, blocks, n_w) in [
@@ -272,6 +254,9 @@ fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_fo
                 .collect();
             let mut xq = vec![0u8; rows * x_row];
             quantize_row_q8_k(&x, &mut xq);
+            if rows * blocks > 1 {
+                saturate_q8_k_block(&mut xq, 1);
+            }
             let want: Vec<f32> = (0..rows)
                 .flat_map(|r| (0..n_w).map(move |o| (r, o)))
                 .map(|(r, o)| {
@@ -281,9 +266,16 @@ fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_fo
                     )
                 })
                 .collect();
-            for (name, gemm) in [("this build", fast), ("scalar twin", twin)] {
+            let gemms = [
+                (
+                    "this build",
+                    kernels::gemm_kx4_q8_k as fn(_, &_, &_, _, &mut _),
+                ),
+                ("scalar twin", scalar::gemm_kx4_q8_k),
+            ];
+            for (name, gemm) in gemms {
                 let mut got = vec![0.0f32; n_w * rows];
-                gemm(&wi, &xq, x_row, &mut got);
+                gemm(dtype, &wi, &xq, x_row, &mut got);
                 for (i, (p, q)) in got.iter().zip(&want).enumerate() {
                     assert_eq!(
                         canonical_bits(*p),
@@ -374,14 +366,19 @@ fn random_q8_k(rng: &mut Rng, blocks: usize) -> Vec<u8> {
     let mut q = vec![0u8; blocks * 292];
     quantize_row_q8_k(&x, &mut q);
     if blocks > 1 {
-        // Block 1 saturated (every quant −128), its 16-element sums to match: the kernels take
-        // the Q6_K offset and the Q4_K/Q5_K mins from them.
-        q[292 + 4..292 + 260].fill(0x80);
-        for s in q[292 + 260..2 * 292].chunks_exact_mut(2) {
-            s.copy_from_slice(&(-16 * 128i16).to_le_bytes());
-        }
+        saturate_q8_k_block(&mut q, 1);
     }
     q
+}
+
+/// Q8_K block `b` of `q` saturated (every quant −128), its 16-element sums to match: the kernels
+/// take the Q6_K offset and the Q4_K/Q5_K mins from them.
+fn saturate_q8_k_block(q: &mut [u8], b: usize) {
+    let block = &mut q[292 * b..292 * (b + 1)];
+    block[4..260].fill(0x80);
+    for s in block[260..].chunks_exact_mut(2) {
+        s.copy_from_slice(&(-16 * 128i16).to_le_bytes());
+    }
 }
 
 #[test]

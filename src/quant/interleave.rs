@@ -38,9 +38,9 @@
 //! `i`'s scales `4t..4t + 4` (i8); `ql[32][16]` at [`Q6_K_QL`] and `qh[16][16]` at [`Q6_K_QH`],
 //! four bytes of each row a vector as above.
 //!
-//! The kernels keep each format's f32 order per output (block `b` into accumulator `b % 4`; Q4_K's
-//! one accumulator in super-block order), so an interleaved matrix gives the same bits as its
-//! rows in the file's layout.
+//! The kernels keep each format's f32 order per output (block `b` into accumulator `b % 4`; the
+//! K formats' one accumulator in super-block order), so an interleaved matrix gives the same bits
+//! as its rows in the file's layout.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -80,7 +80,7 @@ pub const Q6_K_QL: usize = Q6_K_SCALES + 64;
 /// Offset of the Q6_K high bit pairs `qh` in a group block (after `ql`).
 pub const Q6_K_QH: usize = Q6_K_QL + 512;
 
-/// Whether this build interleaves Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K matrices at load: relaxed-SIMD
+/// Whether this build interleaves the matrices of the formats above at load: relaxed-SIMD
 /// builds, whose dots read the layout directly. Elsewhere the layout only exists in tests.
 pub const ENABLED: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
@@ -134,15 +134,6 @@ pub fn deinterleave_rows(
         for (blk, dst) in g.chunks_exact(gb).zip(dst.chunks_exact_mut(bb)) {
             unpack_block(dtype, blk, r % GROUP, dst);
         }
-    }
-}
-
-/// Quant bytes per row in a block over four (nibble pairs for Q4_0 and Q5_0): the `v` vectors
-/// of a legacy group block.
-pub const fn chunks(dtype: DType) -> usize {
-    match dtype {
-        DType::Q8_0 => 8,
-        _ => 4,
     }
 }
 

@@ -327,14 +327,10 @@ fn job_block(job: &Job, w: &[u8], acts: &Acts, block: &mut [f32], width: usize) 
         {
             return
         }
-        (DType::Q4_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
-            return kernels::gemm_q4_kx4_q8_k(w, bytes, *row_bytes, block)
-        }
-        (DType::Q5_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
-            return kernels::gemm_q5_kx4_q8_k(w, bytes, *row_bytes, block)
-        }
-        (DType::Q6_K, Acts::Rows { bytes, row_bytes }) if job.interleaved => {
-            return kernels::gemm_q6_kx4_q8_k(w, bytes, *row_bytes, block)
+        (DType::Q4_K | DType::Q5_K | DType::Q6_K, Acts::Rows { bytes, row_bytes })
+            if job.interleaved =>
+        {
+            return kernels::gemm_kx4_q8_k(job.dtype, w, bytes, *row_bytes, block);
         }
         (DType::Q4_K | DType::Q5_K | DType::Q6_K, Acts::Rows { bytes, row_bytes }) => {
             return kernels::gemm_k_q8_k(job.dtype, w, bytes, *row_bytes, block);

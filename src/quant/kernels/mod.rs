@@ -29,10 +29,9 @@ pub mod relaxed_kquants;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
-    gemm_i8, gemm_k_q8_k, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q4_kx4_q8_k, gemm_q5_0x4_q8_0,
-    gemm_q5_kx4_q8_k, gemm_q6_kx4_q8_k, gemm_q8_0_q8_0, gemm_q8_0x4_q8_0, isum_i8,
-    quantize_row_q8_0, vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k,
-    vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
+    gemm_i8, gemm_k_q8_k, gemm_kx4_q8_k, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0,
+    gemm_q8_0_q8_0, gemm_q8_0x4_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
+    vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -46,10 +45,7 @@ pub use simd128_kquants::{
     target_feature = "simd128",
     not(target_feature = "relaxed-simd")
 ))]
-pub use scalar::{
-    gemm_q4_0x4_q8_0, gemm_q4_kx4_q8_k, gemm_q5_0x4_q8_0, gemm_q5_kx4_q8_k, gemm_q6_kx4_q8_k,
-    gemm_q8_0x4_q8_0,
-};
+pub use scalar::{gemm_kx4_q8_k, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0x4_q8_0};
 #[cfg(all(
     target_arch = "wasm32",
     target_feature = "simd128",
@@ -66,7 +62,7 @@ pub use relaxed::{
     vec_dot_q4_0_q8_0,
 };
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use relaxed_kquants::{gemm_q4_kx4_q8_k, gemm_q5_kx4_q8_k, gemm_q6_kx4_q8_k};
+pub use relaxed_kquants::gemm_kx4_q8_k;
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 

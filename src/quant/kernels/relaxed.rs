@@ -7,13 +7,14 @@
 
 use core::arch::wasm32::*;
 
+use super::scalar::RowDot;
 use super::simd128::{
     bits_to_4, dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with,
     high_nibbles, load16, q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
-use crate::quant::interleave::{chunks, deinterleave_rows, group_block, GROUP, Q5_HIGH, QS};
+use crate::quant::interleave::{deinterleave_rows, group_block, GROUP, Q5_HIGH, QS};
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -256,13 +257,13 @@ impl X4 for Q8_0x4 {
     const SX8_TIMES: i32 = 0;
     const SPLIT: bool = true;
 
-    /// Per vector of four bytes of each row: `dot(v, x⁺) − dot(v, x⁻)` in i16 pairs. Each dot's
+    /// Per vector of four bytes of each row (eight a block): `dot(v, x⁺) − dot(v, x⁻)` in i16 pairs. Each dot's
     /// pair is at most 2·128·127 = 32,512 in magnitude and so is their difference (the pair's
     /// `w·x`, as `x⁺` and `x⁻` never overlap), so nothing saturates; widened every vector.
     #[inline(always)]
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
         let mut acc = [i32x4_splat(0); N];
-        for k in 0..chunks(DType::Q8_0) {
+        for k in 0..8 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
             for (a, &x) in acc.iter_mut().zip(&x) {
                 let pos = v128_load32_splat(x.add(4 * k) as *const u32);
@@ -340,9 +341,6 @@ fn store_group<F: X4, const N: usize>(
         put_group(sums.map(|s| s[r]), (F::DTYPE, F::row_dot), wg, nb, x, o);
     }
 }
-
-/// A format's scalar dot of one weight row in the file's layout with one activation row.
-pub(super) type RowDot = fn(&[u8], &[u8]) -> f32;
 
 /// A group's four outputs `o` against activation row `x`: the lanes of `sums`, or, when a weight
 /// scale was inf/NaN (`None`: a broken file), `dot` of each of the group's rows (`nb` blocks of

@@ -26,21 +26,17 @@ use crate::quant::kquants::QK_K;
 
 const Q8_K_BYTES: usize = DType::Q8_K.block_bytes();
 
-/// `out[r·n_w + o] = w_o · x_r` for Q4_K×4 weights and the Q8_K activation rows of `x_row` bytes
-/// in `x` (see `scalar::gemm_q4_kx4_q8_k`, whose bits this reproduces): four activation rows at
-/// a time share each unpacked weight vector, the rest go one by one.
-pub fn gemm_q4_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    gemm_kx4::<Q45Kx4<false>>(w, x, x_row, out)
-}
-
-/// [`gemm_q4_kx4_q8_k`] for Q5_K×4 weights (see `scalar::gemm_q5_kx4_q8_k`, same bits).
-pub fn gemm_q5_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    gemm_kx4::<Q45Kx4<true>>(w, x, x_row, out)
-}
-
-/// [`gemm_q4_kx4_q8_k`] for Q6_K×4 weights (see `scalar::gemm_q6_kx4_q8_k`, same bits).
-pub fn gemm_q6_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    gemm_kx4::<Q6Kx4>(w, x, x_row, out)
+/// `out[r·n_w + o] = w_o · x_r` for Q4_K, Q5_K or Q6_K (`dtype`) ×4 weights and the Q8_K
+/// activation rows of `x_row` bytes in `x` (see `scalar::gemm_kx4_q8_k`, whose bits this
+/// reproduces): four activation rows at a time share each unpacked weight vector, the rest go
+/// one by one. Any other `dtype` writes nothing.
+pub fn gemm_kx4_q8_k(dtype: DType, w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    match dtype {
+        DType::Q4_K => gemm_kx4::<Q45Kx4<false>>(w, x, x_row, out),
+        DType::Q5_K => gemm_kx4::<Q45Kx4<true>>(w, x, x_row, out),
+        DType::Q6_K => gemm_kx4::<Q6Kx4>(w, x, x_row, out),
+        _ => {}
+    }
 }
 
 /// A K format's ×4 layout and its super-block step.
@@ -65,7 +61,7 @@ trait KX4 {
 struct Q45Kx4<const Q5: bool>;
 struct Q6Kx4;
 
-/// The ×4 matmul of format `F` (see [`gemm_q4_kx4_q8_k`]).
+/// The ×4 matmul of format `F` (see [`gemm_kx4_q8_k`]).
 fn gemm_kx4<F: KX4>(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
     let (nb, rows) = (x_row / Q8_K_BYTES, x.len() / x_row.max(1));
     if rows == 0 || nb == 0 {

@@ -116,64 +116,36 @@ pub fn gemm_q4_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     }
 }
 
+/// A format's scalar dot of one weight row in the file's layout with one activation row.
+pub type RowDot = fn(&[u8], &[u8]) -> f32;
+
 /// [`gemm_q4_0x4_q8_0`] for Q5_0 weights interleaved four rows at a time (see
 /// [`gemm_x4_by_rows`]); the reference for the relaxed-SIMD version.
 pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
-    let row = |r: usize| act.q8_row(r);
-    gemm_x4_by_rows(
-        DType::Q5_0,
-        vec_dot_q5_0_q8_0,
-        w,
-        act.blocks(),
-        (act.rows(), row),
-        out,
-    )
+    let dot = (DType::Q5_0, vec_dot_q5_0_q8_0 as RowDot);
+    gemm_x4_by_rows(dot, w, act.blocks(), (act.rows(), |r| act.q8_row(r)), out)
 }
 
 /// [`gemm_q4_0x4_q8_0`] for Q8_0 weights interleaved four rows at a time (see
 /// [`gemm_x4_by_rows`]); the reference for the relaxed-SIMD version.
 pub fn gemm_q8_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
-    let row = |r: usize| act.q8_row(r);
-    gemm_x4_by_rows(
-        DType::Q8_0,
-        vec_dot_q8_0_q8_0,
-        w,
-        act.blocks(),
-        (act.rows(), row),
-        out,
-    )
+    let dot = (DType::Q8_0, vec_dot_q8_0_q8_0 as RowDot);
+    gemm_x4_by_rows(dot, w, act.blocks(), (act.rows(), |r| act.q8_row(r)), out)
 }
 
-/// [`gemm_k_q8_k`] for Q4_K weights interleaved four rows at a time (see [`gemm_x4_by_rows`]),
-/// against the Q8_K activation rows of `x_row` bytes in `x`; the reference for the relaxed-SIMD
-/// version.
-pub fn gemm_q4_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    k_x4_by_rows(DType::Q4_K, vec_dot_q4_k_q8_k, w, (x, x_row), out)
-}
-
-/// [`gemm_q4_kx4_q8_k`] for Q5_K weights interleaved four rows at a time; the reference for the
-/// relaxed-SIMD version.
-pub fn gemm_q5_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    k_x4_by_rows(DType::Q5_K, vec_dot_q5_k_q8_k, w, (x, x_row), out)
-}
-
-/// [`gemm_q4_kx4_q8_k`] for Q6_K weights interleaved four rows at a time; the reference for the
-/// relaxed-SIMD version.
-pub fn gemm_q6_kx4_q8_k(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
-    k_x4_by_rows(DType::Q6_K, vec_dot_q6_k_q8_k, w, (x, x_row), out)
-}
-
-/// [`gemm_x4_by_rows`] against the Q8_K activation rows of `x_row` bytes in `x`.
-fn k_x4_by_rows(
-    dtype: DType,
-    dot: fn(&[u8], &[u8]) -> f32,
-    w: &[u8],
-    (x, x_row): (&[u8], usize),
-    out: &mut [f32],
-) {
+/// [`gemm_k_q8_k`] for Q4_K, Q5_K or Q6_K (`dtype`) weights interleaved four rows at a time
+/// (see [`gemm_x4_by_rows`]), against the Q8_K activation rows of `x_row` bytes in `x`; the
+/// reference for the relaxed-SIMD version. Any other `dtype` writes nothing.
+pub fn gemm_kx4_q8_k(dtype: DType, w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
+    let dot: RowDot = match dtype {
+        DType::Q4_K => vec_dot_q4_k_q8_k,
+        DType::Q5_K => vec_dot_q5_k_q8_k,
+        DType::Q6_K => vec_dot_q6_k_q8_k,
+        _ => return,
+    };
     let (nb, rows) = (x_row / DType::Q8_K.block_bytes(), x.len() / x_row.max(1));
     let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
-    gemm_x4_by_rows(dtype, dot, w, nb, (rows, row), out)
+    gemm_x4_by_rows((dtype, dot), w, nb, (rows, row), out)
 }
 
 /// An interleaved `dtype` matmul of `nb`-block rows whose groups go back to the file's layout one
@@ -181,8 +153,7 @@ fn k_x4_by_rows(
 /// rows `act(r)` (so the bits are the file layout's by construction): `n_w = out.len() / rows`
 /// outputs per activation row, from the first `n_w / 4` groups of `w`.
 fn gemm_x4_by_rows<'a>(
-    dtype: DType,
-    dot: fn(&[u8], &[u8]) -> f32,
+    (dtype, dot): (DType, RowDot),
     w: &[u8],
     nb: usize,
     (rows, act): (usize, impl Fn(usize) -> &'a [u8]),
