@@ -696,7 +696,7 @@ mod f32_kernels {
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     #[test]
-    fn grid_dot_and_four_way_axpy_equal_single_calls() {
+    fn grid_dot_four_way_axpy_and_weighted_rows_equal_single_calls() {
         let mut rng = Rng::new(23);
         for n in [0, 1, 5, 8, 31, 256, 257] {
             let xs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
@@ -735,26 +735,26 @@ mod f32_kernels {
                 p.iter().zip(&q).all(|(u, v)| u.to_bits() == v.to_bits()),
                 "axpy4 n={n}"
             );
-            let coeffs = [
-                a,
-                [1.5, -0.25, 0.0, 7.0],
-                [-3.0, 0.5, 0.125, -0.75],
-                [2.0; 4],
-            ];
-            let mut outs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
-            let mut want = outs.clone();
-            let [o0, o1, o2, o3] = &mut outs[..] else {
-                unreachable!()
-            };
-            k::axpy4x4(coeffs, xr, &mut [o0, o1, o2, o3]);
-            for (c, w) in coeffs.iter().zip(&mut want) {
-                k::axpy4(*c, xr, w);
-            }
-            for (t, (o, w)) in outs.iter().zip(&want).enumerate() {
-                assert!(
-                    o.iter().zip(w).all(|(u, v)| u.to_bits() == v.to_bits()),
-                    "axpy4x4 n={n} output {t}"
-                );
+            // Four heads' weights over rows of a strided buffer, against `axpy` row by row.
+            for rows in [0, 1, 3, 4, 9] {
+                let stride = n + 3;
+                let values = rng.vec(rows * stride, 3.0);
+                let weights = rng.vec(4 * rows, 2.0);
+                let mut outs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
+                let [o0, o1, o2, o3] = &mut outs[..] else {
+                    unreachable!()
+                };
+                k::weighted_rows4(&weights, &values, stride, &mut [o0, o1, o2, o3]);
+                for (t, o) in outs.iter().enumerate() {
+                    let mut want = vec![0.0; n];
+                    for (j, c) in weights.chunks_exact(4).enumerate() {
+                        s::axpy(c[t], &values[j * stride..j * stride + n], &mut want);
+                    }
+                    assert!(
+                        o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
+                        "weighted_rows4 n={n} rows={rows} output {t}"
+                    );
+                }
             }
         }
     }

@@ -11,7 +11,7 @@
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{axpy, axpy4, axpy4x4, dot_grid, exp_sum};
+use crate::ops::kernels::{axpy, axpy4, dot_grid, exp_sum, weighted_rows4};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -29,7 +29,8 @@ const SPLIT_FROM: usize = 3 * POSITION_BLOCK;
 /// Score buffers, grown (once) for the longest context served.
 #[derive(Default)]
 pub(super) struct AttnScratch {
-    /// Per thread slot: `[4, context]`, the scores of the row that thread is on.
+    /// Per thread slot: `[8, context]`, the scores of the row that thread is on by head, then
+    /// the weights by position.
     slots: Vec<Mutex<Vec<f32>>>,
     /// [`attend_split`]'s `[4, context]` scores by position, the same by head, and `[4,
     /// head_dim]` output parts (only with more than one thread).
@@ -41,7 +42,7 @@ impl AttnScratch {
         let threads = parallel::num_threads();
         self.slots
             .resize_with((threads + 1).max(self.slots.len()), Default::default);
-        let scores = checked_product("attention scores", &[4, context])?;
+        let scores = checked_product("attention scores", &[8, context])?;
         for slot in &mut self.slots {
             grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
         }
@@ -114,9 +115,10 @@ fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_
 }
 
 /// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.
-/// Query heads that share a KV head go four at a time, so each key and value row is read once per
-/// four heads (`dot_grid`), and each output row once per four positions (`axpy4`); both give the
-/// same bits as one head and one position at a time. `scores` holds `4 × positions.len()`.
+/// Query heads that share a KV head go four at a time, so each key row is read once per four
+/// heads (`dot_grid`) and each value row once per four heads and eight output elements
+/// (`weighted_rows4`); both give the same bits as one head and one position at a time.
+/// `scores` holds `8 × positions.len()`.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -134,15 +136,18 @@ fn attend(
 ) {
     let hd = cfg.head_dim;
     let (lo, len) = (positions.start, positions.len());
+    let (by_head, by_position) = scores.split_at_mut(4 * len);
+    let values = cache.values(il, positions);
     for (kvh, h, take) in head_groups(cfg) {
         let kv = kvh * hd..(kvh + 1) * hd;
         let heads = &q[h * hd..(h + take) * hd];
-        let sc = &mut scores[..take * len];
+        let sc = &mut by_head[..take * len];
         let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
         head_scores(heads, take, len, key, |j, t, v| sc[t * len + j] = v);
         sc.chunks_exact_mut(len.max(1)).for_each(softmax);
-        let value = |j: usize| &cache.value(il, lo + j)[kv.clone()];
-        heads_weighted_sum(sc, len, take, value, &mut out[h * hd..(h + take) * hd]);
+        let p = Weights::new(sc, len, take, by_position);
+        let values = values.get(kv.start..).unwrap_or_default();
+        p.weigh(values, cache.kv_dim(), &mut out[h * hd..(h + take) * hd]);
     }
 }
 
@@ -163,8 +168,9 @@ fn attend_split(
     let (lo, len) = (positions.start, positions.len());
     let (by_position, rest) = buf.split_at_mut(4 * len);
     let (by_head, parts) = rest.split_at_mut(4 * len);
-    // Element blocks as wide as leave one for each thread (a block's every position is one
-    // `axpy4` call per head: narrower blocks measured slower), of a width that divides hd.
+    let values = cache.values(il, positions);
+    // Element blocks as wide as leave one for each thread (narrower blocks measured slower),
+    // of a width that divides hd.
     let threads = parallel::num_threads();
     let eb = [128, 64, 32, 16, 8, 4]
         .into_iter()
@@ -188,11 +194,10 @@ fn attend_split(
             softmax(row);
         }
         // parts[c·take·eb + t·eb ..][..eb] = head t's elements c·eb.. of Σ_j p_tj v_j
-        let p = &*p;
+        let p = Weights::new(p, len, take, by_position);
         parallel::for_each_chunk_mut(&mut parts[..take * hd], take * eb, |c, part| {
-            let e = kv.start + c * eb..kv.start + (c + 1) * eb;
-            let value = |j: usize| &cache.value(il, lo + j)[e.clone()];
-            heads_weighted_sum(&p[..take * len], len, take, value, part);
+            let values = values.get(kv.start + c * eb..).unwrap_or_default();
+            p.weigh(values, cache.kv_dim(), part);
         });
         for (c, part) in parts[..take * hd].chunks_exact(take * eb).enumerate() {
             for (t, o) in part.chunks_exact(eb).enumerate() {
@@ -254,50 +259,54 @@ fn softmax(row: &mut [f32]) {
     row.iter_mut().for_each(|v| *v *= inv);
 }
 
-/// `o_t = Σ_j p_t[j] · value(j)` for the `take` (one or four) heads `t` whose weights are `p`'s
-/// rows of `len` and outputs `out`'s rows. Four heads take each value row once for the four
-/// (`axpy4x4`); the bits are [`weighted_sum`]'s for each head.
-#[inline(always)]
-fn heads_weighted_sum<'c>(
-    p: &[f32],
+/// A row's softmax weights for one or four heads: by head (`len` each), and for four heads also
+/// by position (`[len, 4]`, the order [`weighted_rows4`] reads).
+struct Weights<'a> {
+    by_head: &'a [f32],
+    by_position: &'a [f32],
     len: usize,
     take: usize,
-    value: impl Fn(usize) -> &'c [f32],
-    out: &mut [f32],
-) {
-    let w = out.len() / 4;
-    if take != 4 || w == 0 {
-        return weighted_sum(&p[..len], value, out);
+}
+
+impl<'a> Weights<'a> {
+    /// `p` holds `take` rows of `len` weights; four heads' are copied by position into `buf`
+    /// (`4 × len`).
+    fn new(p: &'a [f32], len: usize, take: usize, buf: &'a mut [f32]) -> Weights<'a> {
+        let by_position = &mut buf[..if take == 4 { 4 * len } else { 0 }];
+        for (j, row) in by_position.chunks_exact_mut(4).enumerate() {
+            for (t, v) in row.iter_mut().enumerate() {
+                *v = p[t * len + j];
+            }
+        }
+        Weights {
+            by_head: p,
+            by_position,
+            len,
+            take,
+        }
     }
-    let mut rows = out.chunks_exact_mut(w);
-    let (Some(o0), Some(o1), Some(o2), Some(o3)) =
-        (rows.next(), rows.next(), rows.next(), rows.next())
-    else {
-        return;
-    };
-    let mut o = [o0, o1, o2, o3];
-    o.iter_mut().for_each(|o| o.fill(0.0));
-    let pt: [&[f32]; 4] = core::array::from_fn(|t| &p[t * len..(t + 1) * len]);
-    let mut j = 0;
-    while j + 4 <= len {
-        let c = pt.map(|p| [p[j], p[j + 1], p[j + 2], p[j + 3]]);
-        axpy4x4(
-            c,
-            [value(j), value(j + 1), value(j + 2), value(j + 3)],
-            &mut o,
-        );
-        j += 4;
-    }
-    for j in j..len {
-        for (p, o) in pt.iter().zip(o.iter_mut()) {
-            axpy(p[j], value(j), o);
+
+    /// `out_t = Σ_j p_t[j] · v_j` for each head `t` (`out`'s rows, as wide as `out` holds
+    /// heads), `v_j` the row of `values` at `j · stride`.
+    fn weigh(&self, values: &[f32], stride: usize, out: &mut [f32]) {
+        let w = out.len() / self.take;
+        if self.take != 4 || w == 0 {
+            return weighted_sum(&self.by_head[..self.len], values, stride, out);
+        }
+        let mut rows = out.chunks_exact_mut(w);
+        if let (Some(o0), Some(o1), Some(o2), Some(o3)) =
+            (rows.next(), rows.next(), rows.next(), rows.next())
+        {
+            weighted_rows4(self.by_position, values, stride, &mut [o0, o1, o2, o3]);
         }
     }
 }
 
-/// `o = Σ_j p[j] · value(j)`: four positions at a time (`axpy4`), the tail one by one.
-#[inline(always)]
-fn weighted_sum<'c>(p: &[f32], value: impl Fn(usize) -> &'c [f32], o: &mut [f32]) {
+/// `o = Σ_j p[j] · v_j`, `v_j` the row of `values` at `j · stride`: four positions at a time
+/// (`axpy4`), the tail one by one.
+fn weighted_sum(p: &[f32], values: &[f32], stride: usize, o: &mut [f32]) {
+    let w = o.len();
+    let value = |j: usize| &values[j * stride..][..w];
     o.fill(0.0);
     let mut j = 0;
     while j + 4 <= p.len() {

@@ -76,4 +76,10 @@ impl KvCache {
     pub(crate) fn value(&self, il: usize, p: usize) -> &[f32] {
         &self.v[il][p * self.kv_dim..(p + 1) * self.kv_dim]
     }
+
+    /// Value rows of positions `positions` in layer `il`, one after another (`kv_dim` apart).
+    #[inline]
+    pub(crate) fn values(&self, il: usize, positions: std::ops::Range<usize>) -> &[f32] {
+        &self.v[il][positions.start * self.kv_dim..positions.end * self.kv_dim]
+    }
 }

@@ -15,14 +15,14 @@ pub mod simd128;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
-    argmax, axpy, axpy4, axpy4x4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum,
-    gated_f16_table, max, sum_squares, unary,
+    argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
+    sum_squares, unary, weighted_rows4,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128::{
-    argmax, axpy, axpy4, axpy4x4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum,
-    gated_f16_table, max, sum_squares, unary,
+    argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
+    sum_squares, unary, weighted_rows4,
 };
 
 /// The arithmetic binary ops that have vector kernels.

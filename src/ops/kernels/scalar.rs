@@ -23,11 +23,15 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
     }
 }
 
-/// `axpy4(a[t], xs, ys[t])` for four outputs `t` (attention: four heads' weights over the same
-/// four value rows); each output has the bits of its own call.
-pub fn axpy4x4(a: [[f32; 4]; 4], xs: [&[f32]; 4], ys: &mut [&mut [f32]; 4]) {
-    for (a, y) in a.iter().zip(ys.iter_mut()) {
-        axpy4(*a, xs, y);
+/// `ys[t] = Σ_j a[4j + t] · x[j·stride..][..w]` for the four outputs `t` (each `w` wide), from
+/// zero, the terms in `j` order: attention's four heads weighing the value rows of their KV
+/// head, `a` their weights by position. Each output has the bits of `axpy` calls in `j` order.
+pub fn weighted_rows4(a: &[f32], x: &[f32], stride: usize, ys: &mut [&mut [f32]; 4]) {
+    for (t, y) in ys.iter_mut().enumerate() {
+        y.fill(0.0);
+        for (j, a) in a.chunks_exact(4).enumerate() {
+            axpy(a[t], &x[j * stride..], y);
+        }
     }
 }
 
