@@ -759,6 +759,43 @@ mod f32_kernels {
         }
     }
 
+    /// Rounding through f16 against `half` on every f16 value, each rounding midpoint and the
+    /// f32s either side of it (both signs), the overflow threshold 65,520 and its neighbours, the
+    /// non-finite, and a sweep of bit patterns; lengths leave a scalar tail.
+    #[test]
+    fn round_to_f16_equals_half_bit_for_bit() {
+        let mut x = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-45];
+        for t in [65504.0f32, 65519.996, 65520.0, 65520.004, 70000.0, 1e30] {
+            x.extend([t, -t]);
+        }
+        for h in 0..0x7C00u32 {
+            let v = kopitiam_wasm::quant::f16_to_f32(h as u16);
+            let next = kopitiam_wasm::quant::f16_to_f32(h as u16 + 1);
+            let mid = ((v as f64 + next as f64) / 2.0) as f32;
+            for y in [
+                v,
+                mid,
+                f32::from_bits(mid.to_bits() - 1),
+                f32::from_bits(mid.to_bits() + 1),
+            ] {
+                x.extend([y, -y]);
+            }
+        }
+        x.extend((0..=u32::MAX).step_by(65_521).map(f32::from_bits));
+        x.push(0.5);
+        let mut got = x.clone();
+        k::round_to_f16(&mut got);
+        for (g, &v) in got.iter().zip(&x) {
+            let want = half::f16::from_f32(v).to_f32();
+            assert_eq!(
+                g.to_bits(),
+                want.to_bits(),
+                "input {v:e} ({:#x})",
+                v.to_bits()
+            );
+        }
+    }
+
     /// Every f16 rounding boundary (and the f32 values either side of it), the f16 values
     /// themselves, the ±10 cut-offs and the non-finite: the f16 index must be the scalar one's,
     /// the table bits decoded alike. A table of hashed entries catches a wrong index.

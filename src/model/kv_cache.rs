@@ -5,8 +5,8 @@
 //! attention sees the same numbers; they are kept as f32 so the dot products need no conversion.
 
 use crate::error::{Error, Result};
+use crate::ops::kernels::round_to_f16;
 use crate::storage::try_with_capacity;
-use half::f16;
 
 pub struct KvCache {
     capacity: usize,
@@ -59,9 +59,8 @@ impl KvCache {
             if dst.len() < end {
                 dst.resize(end, 0.0); // within the reserved capacity: no reallocation
             }
-            for (d, &s) in dst[start..end].iter_mut().zip(src) {
-                *d = f16::from_f32(s).to_f32();
-            }
+            dst[start..end].copy_from_slice(src);
+            round_to_f16(&mut dst[start..end]);
         }
     }
 

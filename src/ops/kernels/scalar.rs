@@ -35,6 +35,14 @@ pub fn weighted_rows4(a: &[f32], x: &[f32], stride: usize, ys: &mut [&mut [f32];
     }
 }
 
+/// `x[i]` rounded to the nearest f16 (ties to even) and back to f32, as `half` converts: what
+/// llama.cpp's f16 KV cache holds.
+pub fn round_to_f16(x: &mut [f32]) {
+    for v in x {
+        *v = half::f16::from_f32(*v).to_f32();
+    }
+}
+
 /// `gate[i] = g(gate[i]) · up[i]` where `g` is a function known through its f16 table (`table[h]`
 /// the f16 bits of `g(f16 h)`, all 65,536 of them) inside (-10, 10), `0` at or below -10 and the
 /// identity at or above 10: GELU as ggml's CPU backend computes it.

@@ -181,6 +181,23 @@ pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
     super::scalar::gated_f16_table(table, &mut gate[body..n], &up[body..n]);
 }
 
+/// See `scalar::round_to_f16` (same bits): four lanes to f16 and back with the GELU path's
+/// conversions; a vector with a lane the finite path does not cover (|x| ≥ 65,520, whose f16 is
+/// inf, or inf/NaN) goes through the twin.
+pub fn round_to_f16(x: &mut [f32]) {
+    let body = x.len() / 4 * 4;
+    let limit = u32x4_splat(0x477F_F000); // 65,520
+    for i in (0..body).step_by(4) {
+        let v = load(&x[i..]);
+        if v128_any_true(u32x4_ge(v128_and(v, u32x4_splat(0x7FFF_FFFF)), limit)) {
+            super::scalar::round_to_f16(&mut x[i..i + 4]);
+        } else {
+            store(&mut x[i..], f16_to_f32_4(f32_to_f16_finite4(v)));
+        }
+    }
+    super::scalar::round_to_f16(&mut x[body..]);
+}
+
 /// `quant::f32_to_f16_finite` on four lanes (the f16 bits in each lane's low half).
 #[inline(always)]
 fn f32_to_f16_finite4(x: v128) -> v128 {
