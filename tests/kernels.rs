@@ -759,15 +759,10 @@ mod f32_kernels {
         }
     }
 
-    /// Rounding through f16 against `half` on every f16 value, each rounding midpoint and the
-    /// f32s either side of it (both signs), the overflow threshold 65,520 and its neighbours, the
-    /// non-finite, and a sweep of bit patterns; lengths leave a scalar tail.
-    #[test]
-    fn round_to_f16_equals_half_bit_for_bit() {
-        let mut x = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-45];
-        for t in [65504.0f32, 65519.996, 65520.0, 65520.004, 70000.0, 1e30] {
-            x.extend([t, -t]);
-        }
+    /// Every finite f16 value, each rounding midpoint between neighbours and the f32s either side
+    /// of it, with both signs: the inputs where an f32 → f16 rounding can go wrong.
+    fn f16_boundaries() -> Vec<f32> {
+        let mut x = Vec::new();
         for h in 0..0x7C00u32 {
             let v = kopitiam_wasm::quant::f16_to_f32(h as u16);
             let next = kopitiam_wasm::quant::f16_to_f32(h as u16 + 1);
@@ -781,6 +776,19 @@ mod f32_kernels {
                 x.extend([y, -y]);
             }
         }
+        x
+    }
+
+    /// Rounding through f16 against `half` on every f16 value, each rounding midpoint and the
+    /// f32s either side of it (both signs), the overflow threshold 65,520 and its neighbours, the
+    /// non-finite, and a sweep of bit patterns; lengths leave a scalar tail.
+    #[test]
+    fn round_to_f16_equals_half_bit_for_bit() {
+        let mut x = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-45];
+        for t in [65504.0f32, 65519.996, 65520.0, 65520.004, 70000.0, 1e30] {
+            x.extend([t, -t]);
+        }
+        x.extend(f16_boundaries());
         x.extend((0..=u32::MAX).step_by(65_521).map(f32::from_bits));
         x.push(0.5);
         let mut got = x.clone();
@@ -815,19 +823,7 @@ mod f32_kernels {
             -1e-40,
         ];
         x.extend([10.0, -10.0, 9.999999, -9.999999, 10.000001, -10.000001]);
-        for h in 0..0x7C00u32 {
-            let v = kopitiam_wasm::quant::f16_to_f32(h as u16);
-            let next = kopitiam_wasm::quant::f16_to_f32(h as u16 + 1);
-            let mid = ((v as f64 + next as f64) / 2.0) as f32;
-            for y in [
-                v,
-                mid,
-                f32::from_bits(mid.to_bits() - 1),
-                f32::from_bits(mid.to_bits() + 1),
-            ] {
-                x.extend([y, -y]);
-            }
-        }
+        x.extend(f16_boundaries());
         let mut rng = Rng::new(3);
         let up: Vec<f32> = (0..x.len()).map(|_| rng.f32() * 4.0 - 2.0).collect();
         let (mut got, mut want) = (x.clone(), x.clone());

@@ -286,8 +286,8 @@ impl<'a> Weights<'a> {
         }
     }
 
-    /// `out_t = Σ_j p_t[j] · v_j` for each head `t` (`out`'s rows, as wide as `out` holds
-    /// heads), `v_j` the row of `values` at `j · stride`.
+    /// `out_t = Σ_j p_t[j] · v_j` for each head `t`, `out` holding the heads' rows one after
+    /// another and `v_j` the row of `values` at `j · stride`.
     fn weigh(&self, values: &[f32], stride: usize, out: &mut [f32]) {
         let w = out.len() / self.take;
         if self.take != 4 || w == 0 {
