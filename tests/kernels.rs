@@ -755,6 +755,31 @@ mod f32_kernels {
                         "weighted_rows4 n={n} rows={rows} output {t}"
                     );
                 }
+                // `x` ending inside the last row, or before it starts: no panic, each row the
+                // elements `x` has of it.
+                let cuts = [
+                    (rows * stride).checked_sub(4),
+                    (rows * stride).checked_sub(stride + 1),
+                ];
+                for cut in cuts.into_iter().flatten() {
+                    let short = &values[..cut];
+                    let mut outs: Vec<Vec<f32>> = (0..4).map(|_| vec![0.0; n]).collect();
+                    let [o0, o1, o2, o3] = &mut outs[..] else {
+                        unreachable!()
+                    };
+                    k::weighted_rows4(&weights, short, stride, &mut [o0, o1, o2, o3]);
+                    for (t, o) in outs.iter().enumerate() {
+                        let mut want = vec![0.0; n];
+                        for (j, c) in weights.chunks_exact(4).enumerate() {
+                            let row = short.get(j * stride..).unwrap_or_default();
+                            s::axpy(c[t], &row[..n.min(row.len())], &mut want);
+                        }
+                        assert!(
+                            o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
+                            "weighted_rows4 x cut at {cut}, n={n} rows={rows} output {t}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -26,11 +26,15 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
 /// `ys[t] = Σ_j a[4j + t] · x[j·stride..][..w]` for the four outputs `t` (each `w` wide), from
 /// zero, the terms in `j` order: attention's four heads weighing the value rows of their KV
 /// head, `a` their weights by position. Each output has the bits of `axpy` calls in `j` order.
+/// A row that `x` ends inside adds the elements it has, and rows past its end nothing.
 pub fn weighted_rows4(a: &[f32], x: &[f32], stride: usize, ys: &mut [&mut [f32]; 4]) {
     for (t, y) in ys.iter_mut().enumerate() {
         y.fill(0.0);
         for (j, a) in a.chunks_exact(4).enumerate() {
-            axpy(a[t], &x[j * stride..], y);
+            let Some(row) = j.checked_mul(stride).and_then(|at| x.get(at..)) else {
+                break;
+            };
+            axpy(a[t], row, y);
         }
     }
 }

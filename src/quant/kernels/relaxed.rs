@@ -257,9 +257,10 @@ impl X4 for Q8_0x4 {
     const SX8_TIMES: i32 = 0;
     const SPLIT: bool = true;
 
-    /// Per vector of four bytes of each row (eight a block): `dot(v, x⁺) − dot(v, x⁻)` in i16 pairs. Each dot's
-    /// pair is at most 2·128·127 = 32,512 in magnitude and so is their difference (the pair's
-    /// `w·x`, as `x⁺` and `x⁻` never overlap), so nothing saturates; widened every vector.
+    /// Per vector of four bytes of each row (eight a block): `dot(v, x⁺) − dot(v, x⁻)` in i16
+    /// pairs. Each dot's pair is at most 2·128·127 = 32,512 in magnitude and so is their
+    /// difference (the pair's `w·x`, as `x⁺` and `x⁻` never overlap), so nothing saturates;
+    /// widened every vector.
     #[inline(always)]
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
         let mut acc = [i32x4_splat(0); N];
