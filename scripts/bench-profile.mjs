@@ -34,11 +34,21 @@ function perToken(runs, phase) {
     };
   }
   row.wall = median(runs.map((r) => r[`${phase}Ms`] / tokens(r)));
+  const team = (r) => r.profile[phase].team;
+  row.team = {
+    jobs: median(runs.map((r) => team(r).jobs / tokens(r))),
+    helperShare: median(runs.map((r) => team(r).helperChunks / Math.max(1, team(r).chunks))),
+    waitMs: median(runs.map((r) => team(r).waitMs / tokens(r))),
+  };
   row.rest = row.wall - SECTIONS.reduce((a, s) => a + row[s].ms, 0);
   return row;
 }
 
 const f2 = (x) => x.toFixed(3);
+/** The team's parallel loops per token (prefill: per prompt token) for each column. */
+const teamLine = (cols) => "Team: " + cols.map(([name, c]) =>
+  `${name}: ${c.team.jobs.toFixed(1)} loops a token, helpers ran ${(100 * c.team.helperShare).toFixed(0)} % of the chunks, ` +
+  `the leader waited ${f2(c.team.waitMs)} ms a token (${(100 * c.team.waitMs / c.wall).toFixed(1)} %) for the helpers' last chunks`).join("; ") + ".";
 const tables = [];
 for (const model of MODELS) {
   for (const threads of THREADS) {
@@ -77,6 +87,7 @@ for (const model of MODELS) {
       `Rates: prefill ${(1e3 / ps.wall).toFixed(1)} / ${(1e3 / pl.wall).toFixed(1)} tok/s (long/short ${(ps.wall / pl.wall).toFixed(2)}), ` +
         `decode ${(1e3 / ds.wall).toFixed(1)} / ${(1e3 / dl.wall).toFixed(1)} tok/s (long/short ${(ds.wall / dl.wall).toFixed(2)}); ` +
         `decode reads ${(bytes / 1e6).toFixed(1)} MB of weights a token.`,
+      ...(threads > 1 ? ["", teamLine([["prefill, 106", ps], ["prefill, 1060", pl], ["decode at ~100", ds], ["decode at ~1000", dl]])] : []),
     ].join("\n"));
   }
 }
@@ -91,6 +102,8 @@ const body = [
   "prompt token over the section's time (on the wall row: the layer matmuls together). *Decode GB/s*: the section's weight bytes",
   "per token over its time; *read ceiling*: a plain SIMD128 read loop over 160 MiB in as many",
   "Workers at once as the engine has threads, on the same page just before and after its runs (the mean).",
+  "*Team* (2 threads): the parallel loops the leader ran a token, the share of their chunks the helper ran, and",
+  "how long the leader waited at the loops' ends for the helper's last chunk (`profile.team`).",
   "",
   ...tables.flatMap((t) => [t, ""]),
 ].join("\n").trimEnd();

@@ -27,6 +27,7 @@
 //! No public function panics on bad input (in wasm a panic kills the instance): every failure is
 //! an [`Error`] whose [`Error::code`] reaches JavaScript as `err.code`.
 
+mod clock;
 mod convert;
 pub mod dtype;
 pub mod error;

@@ -73,6 +73,43 @@ pub fn thread_slot() -> usize {
     }
 }
 
+/// What the thread team did for the parallel loops a leader ran while [`measure_team`] was on
+/// (all zero on one thread): how evenly the chunks spread, and how long the leader stood idle
+/// at the end of its loops, which is time a token's parallel sections lose to the split.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TeamStats {
+    /// Parallel loops the team ran.
+    pub jobs: u64,
+    /// Their chunks, and how many of those the helpers ran.
+    pub chunks: u64,
+    pub helper_chunks: u64,
+    /// Milliseconds the leader waited for helpers after running out of chunks.
+    pub wait_ms: f64,
+}
+
+/// Starts (from zero) or stops tallying [`TeamStats`] for the loops this thread leads.
+#[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model's profile only
+pub fn measure_team(on: bool) {
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    team::TALLY.with(|t| t.set(on.then(TeamStats::default)));
+    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+    let _ = on;
+}
+
+/// The tally since [`measure_team`] or the last `take_team_stats`, restarting from zero;
+/// `None` when not measuring.
+#[cfg_attr(not(feature = "llm"), allow(dead_code))] // used by the model's profile only
+pub fn take_team_stats() -> Option<TeamStats> {
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    {
+        team::TALLY.with(|t| t.replace(t.get().map(|_| TeamStats::default())))
+    }
+    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+    {
+        None
+    }
+}
+
 /// Calls `f(chunk_index, chunk)` for consecutive `chunk_len`-sized pieces of `data` (the last
 /// may be shorter), in parallel where threads exist. Each element is written by one call, so the
 /// result does not depend on the number of threads.
@@ -177,6 +214,8 @@ mod team {
     //! Natively and after `initThreadPool`, one pool thread stays free for ordinary rayon work
     //! and the leader plus helpers never outnumber the pool; after `startThreads` the pool is
     //! exactly the helpers, and the leader leads the plain loops too.
+    use super::TeamStats;
+    use crate::clock::now_ms;
     use std::cell::Cell;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
@@ -206,24 +245,12 @@ mod team {
 
     thread_local! {
         static IS_LEADER: Cell<bool> = const { Cell::new(false) };
+        /// This thread's [`TeamStats`] while measured (`super::measure_team`).
+        pub(super) static TALLY: Cell<Option<TeamStats>> = const { Cell::new(None) };
     }
 
     pub(super) fn active() -> bool {
         IS_LEADER.with(Cell::get)
-    }
-
-    fn now_ms() -> f64 {
-        #[cfg(target_arch = "wasm32")]
-        {
-            js_sys::Date::now()
-        }
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            use std::sync::OnceLock;
-            use std::time::Instant;
-            static START: OnceLock<Instant> = OnceLock::new();
-            START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
-        }
     }
 
     pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
@@ -286,15 +313,18 @@ mod team {
         }
     }
 
-    fn work(job: &Job) {
+    /// Runs chunks of `job` until none is left; how many it ran.
+    fn work(job: &Job) -> usize {
         // SAFETY: see `Job::run`.
         let run = unsafe { &*job.run };
+        let mut ran = 0;
         loop {
             let i = job.next.fetch_add(1, SeqCst);
             if i >= job.count {
-                break;
+                return ran;
             }
             run(i);
+            ran += 1;
             job.done.fetch_add(1, SeqCst);
         }
     }
@@ -354,10 +384,22 @@ mod team {
         };
         JOB.store(&job as *const Job as usize, SeqCst);
         GENERATION.fetch_add(1, SeqCst);
-        work(&job);
+        let mine = work(&job);
+        let idle_from = TALLY.with(Cell::get).map(|_| now_ms());
         let mut spins = 0u32;
         while job.done.load(SeqCst) != count {
             back_off(&mut spins);
+        }
+        if let Some(t0) = idle_from {
+            let waited = now_ms() - t0;
+            TALLY.with(|t| {
+                t.set(t.get().map(|s| TeamStats {
+                    jobs: s.jobs + 1,
+                    chunks: s.chunks + count as u64,
+                    helper_chunks: s.helper_chunks + (count - mine) as u64,
+                    wait_ms: s.wait_ms + waited,
+                }))
+            });
         }
         JOB.store(0, SeqCst);
         while HOLDING.load(SeqCst) != 0 {
@@ -383,6 +425,33 @@ mod tests {
         });
         assert!(data.iter().enumerate().all(|(i, &v)| v == i as u32));
         seen.into_inner().unwrap()
+    }
+
+    /// While measured, a loop the team runs counts as one job with every chunk (16, by hand);
+    /// the helpers' share and the wait are bounded by it; off, nothing is tallied.
+    #[test]
+    fn team_stats_count_each_led_loop_while_measured() {
+        let mut led = None;
+        // Another test may be leading at the moment (then the loop runs on rayon's pool):
+        // try until this thread leads one.
+        for _ in 0..100 {
+            measure_team(true);
+            let mut data = vec![0u32; 64];
+            with_team(|| for_each_chunk_mut(&mut data, 4, |i, c| c.fill(i as u32)));
+            assert!(data.iter().enumerate().all(|(k, &v)| v == k as u32 / 4));
+            let s = take_team_stats().unwrap();
+            if s.jobs > 0 {
+                led = Some(s);
+                break;
+            }
+        }
+        measure_team(false);
+        assert_eq!(take_team_stats(), None);
+        if num_threads() > 1 {
+            let s = led.expect("the team led one loop");
+            assert_eq!((s.jobs, s.chunks), (1, 16));
+            assert!(s.helper_chunks <= 16 && s.wait_ms >= 0.0, "{s:?}");
+        }
     }
 
     #[test]

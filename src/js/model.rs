@@ -392,7 +392,11 @@ const TS_PROFILE: &str = r#"
 /** Milliseconds, calls, weight bytes read (each matrix once per call) and matmul operations
  * (2 per weight and token) per section of the forward pass (see `profileStart`). */
 export type SectionProfile = Record<"embed" | "norms" | "qkv" | "rope" | "attend" | "attnOut" |
-  "gateUp" | "activation" | "down" | "lmHead" | "sample", { ms: number; calls: number; weightBytes: number; ops: number }>;
+  "gateUp" | "activation" | "down" | "lmHead" | "sample", { ms: number; calls: number; weightBytes: number; ops: number }> & {
+  /** The thread team's parallel loops led meanwhile (zeros on one thread): their chunks, those
+   * the helpers ran, and the milliseconds the leader then waited for the helpers' last ones. */
+  team: { jobs: number; chunks: number; helperChunks: number; waitMs: number };
+};
 "#;
 
 /// Starts timing the forward pass's sections on this thread, from zero (`model::profile`: the
@@ -424,5 +428,11 @@ pub fn profile_take(stop: bool) -> JsValue {
         set(&entry, "ops", (p.ops(s) as f64).into());
         set(&o, s.name(), entry.into());
     }
+    let (t, team) = (p.team(), js_sys::Object::new());
+    set(&team, "jobs", (t.jobs as f64).into());
+    set(&team, "chunks", (t.chunks as f64).into());
+    set(&team, "helperChunks", (t.helper_chunks as f64).into());
+    set(&team, "waitMs", t.wait_ms.into());
+    set(&o, "team", team.into());
     o.into()
 }

@@ -4,10 +4,15 @@
 //!
 //! Sections are timed on the thread that runs the pass. With a thread team a parallel section's
 //! time is the leader's wall time, waiting for the team included, which is what shows a section
-//! that does not scale. Off by default: a timer then costs one thread-local read. Per thread, not
-//! per session: two sessions stepped on one thread add into one profile.
+//! that does not scale; [`Profile::team`] adds how evenly the team shared the leader's loops and
+//! how long the leader waited at their ends. Off by default: a timer then costs one thread-local
+//! read. Per thread, not per session: two sessions stepped on one thread add into one profile.
 
+use crate::clock::now_ms;
+use crate::parallel;
 use std::cell::RefCell;
+
+pub use crate::parallel::TeamStats;
 
 /// A part of the forward pass (and the sampler after it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,13 +74,15 @@ impl Section {
     }
 }
 
-/// Accumulated milliseconds, calls, weight bytes read and matmul operations per section.
+/// Accumulated milliseconds, calls, weight bytes read and matmul operations per section, and
+/// what the thread team did meanwhile.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Profile {
     ms: [f64; Section::ALL.len()],
     calls: [u64; Section::ALL.len()],
     bytes: [u64; Section::ALL.len()],
     ops: [u64; Section::ALL.len()],
+    team: TeamStats,
 }
 
 impl Profile {
@@ -102,6 +109,11 @@ impl Profile {
     pub fn total_ms(&self) -> f64 {
         self.ms.iter().sum()
     }
+
+    /// The parallel loops this thread led and its idle time at their ends (see [`TeamStats`]).
+    pub fn team(&self) -> TeamStats {
+        self.team
+    }
 }
 
 thread_local! {
@@ -111,17 +123,24 @@ thread_local! {
 /// Starts (or restarts from zero) profiling on this thread.
 pub fn start() {
     ACTIVE.with(|a| *a.borrow_mut() = Some(Profile::default()));
+    parallel::measure_team(true);
 }
 
 /// What was measured since [`start`] or the last `take`, restarting from zero; `None` when not
 /// profiling.
 pub fn take() -> Option<Profile> {
-    ACTIVE.with(|a| a.borrow_mut().as_mut().map(std::mem::take))
+    let team = parallel::take_team_stats().unwrap_or_default();
+    ACTIVE
+        .with(|a| a.borrow_mut().as_mut().map(std::mem::take))
+        .map(|p| Profile { team, ..p })
 }
 
 /// Stops profiling on this thread, returning what was measured since the last [`take`].
 pub fn stop() -> Option<Profile> {
-    ACTIVE.with(|a| a.borrow_mut().take())
+    let p = take();
+    ACTIVE.with(|a| *a.borrow_mut() = None);
+    parallel::measure_team(false);
+    p
 }
 
 /// Adds the time until it drops to its section (see [`timer`]).
@@ -171,30 +190,3 @@ impl Drop for Timer {
         });
     }
 }
-
-#[cfg(target_arch = "wasm32")]
-mod clock {
-    use wasm_bindgen::prelude::wasm_bindgen;
-
-    #[wasm_bindgen]
-    extern "C" {
-        /// `performance.now()`: there in pages, workers and Node; 5 µs steps in a
-        /// cross-origin-isolated page (the threaded builds need one), 100 µs otherwise, which
-        /// averages out over the thousands of calls a profile sums.
-        #[wasm_bindgen(js_namespace = performance, js_name = now)]
-        pub fn now_ms() -> f64;
-    }
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-mod clock {
-    use std::sync::OnceLock;
-    use std::time::Instant;
-
-    pub fn now_ms() -> f64 {
-        static START: OnceLock<Instant> = OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
-    }
-}
-
-use clock::now_ms;

@@ -35,6 +35,9 @@ for (const [threads, build] of [[1, "simd"], [2, "threads"]]) {
       assert.equal(decode.lmHead.calls, decode.sample.calls - 1);
       assert.equal(decode.down.calls, layers * decode.lmHead.calls);
       assert.ok(decode.lmHead.weightBytes > 0 && decode.lmHead.ms > 0);
+      for (const { team } of [prefill, decode]) {
+        assert.ok(team.helperChunks <= team.chunks && team.jobs <= team.chunks && team.waitMs >= 0, JSON.stringify(team));
+      }
       assert.equal(r.profile.unprofiled, undefined, "no profile unless asked");
       assert.deepEqual(errors, []);
     }));
