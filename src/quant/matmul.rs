@@ -504,12 +504,14 @@ fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
 const MIN_TASK_BYTES: usize = 128 << 10;
 
 /// Work (weight bytes × activation rows) below which a matmul is not split: one matrix then runs
-/// on the calling thread, several are a task each. Measured in Chromium on a 2-core host with
-/// two threads: split, a decode step's attention-output and down matvecs (0.37 and 0.74 MB) took
-/// 1.31 and 3.02 ms a token against one thread's 0.74 and 1.42 (section profile; the helper
-/// shares its core with the browser's own threads); unsplit, decode was faster in 20 of 26
-/// interleaved runs (medians 75.2 against 69.9 tok/s over sixteen, 69.0 against 54.6 over ten).
-const MIN_SPLIT_WORK: usize = 1 << 20;
+/// on the calling thread, several are a task each. A decode step's attention-output and down
+/// matvecs (0.37 and 0.74 MB) and its q/k/v (0.55 MB together) are split. Measured in Chromium
+/// on a 2-core host with two threads, against a 1 MiB limit (those three on one thread or a task
+/// each): attention output 2.17 → 1.56 ms a token, down 2.89 → 2.06, q/k/v 1.93 → 1.69 (section
+/// profile); decode faster in 7 of 8 interleaved runs (medians 39.6 → 44.3 tok/s). That needs
+/// the leader to spin out the helper's last chunk (see `parallel`'s `back_off`): while it slept
+/// instead, the split lost its gain to waiting.
+const MIN_SPLIT_WORK: usize = 256 << 10;
 
 /// The fused kernel for weights of `dtype`, or [`Error::UnsupportedDType`].
 fn fused_kernel(dtype: DType) -> Result<FusedDot> {
