@@ -30,7 +30,8 @@ try {
   // Weight bytes one pass reads (for the read-ceiling fraction): the prompt pass of a short
   // profiled completion after the timed one, so the timing carries no profiler.
   const { profile } = (await engine.complete("Hello", { maxTokens: 1, temperature: 0, cache: false, profile: true })).stats;
-  const passBytes = Object.values(profile.prefill).reduce((a, s) => a + s.weightBytes, 0) / profile.prefill.embed.calls;
+  // Sections only (`team` is the thread team's tally, no weights).
+  const passBytes = Object.values(profile.prefill).reduce((a, s) => a + (s.weightBytes ?? 0), 0) / profile.prefill.embed.calls;
   window.kopitiamResult = { loadMs, wallMs, ttftMs, passBytes, text: r.text, tokens: r.tokens, stats: r.stats, info: engine.info };
 } catch (e) {
   window.kopitiamResult = { error: { code: e.code, message: e.message ?? String(e) } };
