@@ -430,30 +430,43 @@ mod tests {
         seen.into_inner().unwrap()
     }
 
-    /// While measured, a loop the team runs counts as one job with every chunk (16, by hand);
-    /// the helpers' share and the wait are bounded by it; off, nothing is tallied.
+    /// While measured, a loop the team runs counts as one job with every chunk (16, by hand), and
+    /// as helpers' chunks exactly those that ran on another thread (each chunk records its
+    /// thread); off, nothing is tallied.
     #[test]
     fn team_stats_count_each_led_loop_while_measured() {
+        let me = thread::current().id();
         let mut led = None;
         // Another test may be leading at the moment (then the loop runs on rayon's pool):
         // try until this thread leads one.
         for _ in 0..100 {
             measure_team(true);
             let mut data = vec![0u32; 64];
-            with_team(|| for_each_chunk_mut(&mut data, 4, |i, c| c.fill(i as u32)));
+            let elsewhere = Mutex::new(0u64);
+            with_team(|| {
+                for_each_chunk_mut(&mut data, 4, |i, c| {
+                    c.fill(i as u32);
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                    *elsewhere.lock().unwrap() += u64::from(thread::current().id() != me);
+                })
+            });
             assert!(data.iter().enumerate().all(|(k, &v)| v == k as u32 / 4));
             let s = take_team_stats().unwrap();
             if s.jobs > 0 {
-                led = Some(s);
+                led = Some((s, elsewhere.into_inner().unwrap()));
                 break;
             }
         }
         measure_team(false);
         assert_eq!(take_team_stats(), None);
         if num_threads() > 1 {
-            let s = led.expect("the team led one loop");
-            assert_eq!((s.jobs, s.chunks), (1, 16));
-            assert!(s.helper_chunks <= 16 && s.wait_ms >= 0.0, "{s:?}");
+            let (s, elsewhere) = led.expect("the team led one loop");
+            assert_eq!(
+                (s.jobs, s.chunks, s.helper_chunks),
+                (1, 16, elsewhere),
+                "{s:?}"
+            );
+            assert!(s.wait_ms >= 0.0, "{s:?}");
         }
     }
 

@@ -37,6 +37,9 @@ for (const [threads, build] of [[1, "simd"], [2, "threads"]]) {
       assert.ok(decode.lmHead.weightBytes > 0 && decode.lmHead.ms > 0);
       for (const { team } of [prefill, decode]) {
         assert.ok(team.helperChunks <= team.chunks && team.jobs <= team.chunks && team.waitMs >= 0, JSON.stringify(team));
+        // One thread has no team; with two, the helper takes part in the passes' loops.
+        if (threads === 1) assert.deepEqual(team, { jobs: 0, chunks: 0, helperChunks: 0, waitMs: 0 });
+        else assert.ok(team.jobs > 0 && team.helperChunks > 0, JSON.stringify(team));
       }
       assert.equal(r.profile.unprofiled, undefined, "no profile unless asked");
       assert.deepEqual(errors, []);
