@@ -27,6 +27,8 @@
 //! No public function panics on bad input (in wasm a panic kills the instance): every failure is
 //! an [`Error`] whose [`Error::code`] reaches JavaScript as `err.code`.
 
+// Read by the section profile (`llm`) and the thread team (natively and with `threads`).
+#[cfg(any(feature = "llm", feature = "threads", not(target_arch = "wasm32")))]
 mod clock;
 mod convert;
 pub mod dtype;
