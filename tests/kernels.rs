@@ -155,12 +155,13 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
                 _ => random_mix_blocks(&mut rng, dtype, n_w * blocks),
             };
             if rows == 3 || rows == 9 {
-                // An infinite and a NaN weight scale: the kernel falls back to the scalar dots.
-                w[bb * (blocks + 1)..][..2].copy_from_slice(&0x7C00u16.to_le_bytes());
-                w[bb * (3 * blocks)..][..2].copy_from_slice(&0x7E01u16.to_le_bytes());
+                // The largest finite f16 scale and a negative subnormal one (the ×4 kernels
+                // convert scales without the inf/NaN check).
+                w[bb * (blocks + 1)..][..2].copy_from_slice(&0x7BFFu16.to_le_bytes());
+                w[bb * (3 * blocks)..][..2].copy_from_slice(&0x8001u16.to_le_bytes());
             }
             let mut wi = w.clone();
-            interleave::interleave(dtype, &mut wi, blocks).unwrap();
+            assert!(interleave::interleave(dtype, &mut wi, blocks).unwrap());
             assert_ne!(wi, w, "interleaving moved nothing");
             let mut back = vec![0u8; w.len()];
             interleave::deinterleave_rows(dtype, &wi, blocks, 0..n_w, &mut back);
@@ -185,6 +186,7 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
                 }
             }
         }
+        assert_non_finite_scales_stay(&mut rng, dtype, &[0]);
         // Not whole groups: a typed error, nothing moved.
         let mut odd = random_blocks(&mut rng, 6, bb);
         let before = odd.clone();
@@ -210,11 +212,26 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
     assert_eq!(out, vec![7u8; 16]);
 }
 
+/// A matrix with an infinite or a NaN f16 scale at any of `scales` (byte offsets in a block) is
+/// not interleaved: `interleave` says so and leaves the bytes, so the file layout's kernels, which
+/// carry the inf/NaN through, run it.
+fn assert_non_finite_scales_stay(rng: &mut Rng, dtype: DType, scales: &[usize]) {
+    let bb = dtype.block_bytes();
+    let specials = [0x7C00u16, 0xFC00, 0x7E01, 0xFFFF];
+    for (&at, bits) in scales.iter().cycle().zip(specials) {
+        let mut w = random_mix_blocks(rng, dtype, 8 * 3);
+        w[bb * 5 + at..][..2].copy_from_slice(&bits.to_le_bytes());
+        let before = w.clone();
+        let moved = interleave::interleave(dtype, &mut w, 3).unwrap();
+        assert!(!moved && w == before, "{dtype} {bits:#x}: interleaved");
+    }
+}
+
 /// Q4_K, Q5_K and Q6_K in the ×4 layout: the round trip, and this build's kernels and the scalar
 /// twins against the file layout's scalar dots (`vec_dot_q4_k_q8_k`, …) for one to
-/// nine activation rows (tiles of four and the rest), with an infinite and a NaN f16 scale in
-/// some groups (the kernels then fall back to the scalar dots) and, with two or more activation
-/// blocks, one block of saturated −128 quants (the widest i16 sums).
+/// nine activation rows (tiles of four and the rest), with the largest finite and a subnormal
+/// f16 scale in some groups and, with two or more activation blocks, one block of saturated −128
+/// quants (the widest i16 sums); an inf/NaN scale keeps a matrix in the file's layout.
 #[test]
 fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
     type Dot = fn(&[u8], &[u8]) -> f32;
@@ -237,12 +254,12 @@ fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_fo
         ] {
             let mut w = random_mix_blocks(&mut rng, dtype, n_w * blocks);
             if rows == 3 || rows == 9 {
-                // An infinite d, and a NaN dmin (Q4_K, Q5_K) or d (Q6_K).
-                w[bb * (blocks + 1) + d_at[0]..][..2].copy_from_slice(&0x7C00u16.to_le_bytes());
-                w[bb * (3 * blocks) + d_at[1]..][..2].copy_from_slice(&0x7E01u16.to_le_bytes());
+                // The largest finite d, and a negative subnormal dmin (Q4_K, Q5_K) or d (Q6_K).
+                w[bb * (blocks + 1) + d_at[0]..][..2].copy_from_slice(&0x7BFFu16.to_le_bytes());
+                w[bb * (3 * blocks) + d_at[1]..][..2].copy_from_slice(&0x8001u16.to_le_bytes());
             }
             let mut wi = w.clone();
-            interleave::interleave(dtype, &mut wi, blocks).unwrap();
+            assert!(interleave::interleave(dtype, &mut wi, blocks).unwrap());
             assert_ne!(wi, w, "interleaving moved nothing");
             let mut back = vec![0u8; w.len()];
             interleave::deinterleave_rows(dtype, &wi, blocks, 0..n_w, &mut back);
@@ -285,6 +302,7 @@ fn interleaved_k_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_fo
                 }
             }
         }
+        assert_non_finite_scales_stay(&mut rng, dtype, &d_at);
     }
 }
 

@@ -233,8 +233,8 @@ impl Weights {
 
     /// Interleaves in place every matrix of `file` in a format with a ×4 layout whose rows come in
     /// whole groups of four (`quant::interleave`), and returns their data offsets, sorted, for
-    /// [`Weights::load`].
-    /// Tensors whose bytes overlap another's stay as they are.
+    /// [`Weights::load`]. Tensors whose bytes overlap another's, and matrices with an inf/NaN
+    /// scale, stay as they are.
     pub fn interleave(file: &mut [u8], g: &GgufFile) -> Result<Vec<usize>> {
         let mut done = Vec::new();
         let mut spans = crate::storage::try_with_capacity(g.tensors.len())?;
@@ -262,8 +262,10 @@ impl Weights {
             {
                 continue;
             }
-            if let Some(bytes) = file.get_mut(start..end) {
-                interleave::interleave(t.dtype, bytes, cols / t.dtype.block_elems())?;
+            let Some(bytes) = file.get_mut(start..end) else {
+                continue;
+            };
+            if interleave::interleave(t.dtype, bytes, cols / t.dtype.block_elems())? {
                 crate::storage::try_reserve(&mut done, 1)?;
                 done.push(start);
             }

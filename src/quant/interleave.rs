@@ -40,7 +40,8 @@
 //!
 //! The kernels keep each format's f32 order per output (block `b` into accumulator `b % 4`; the
 //! K formats' one accumulator in super-block order), so an interleaved matrix gives the same bits
-//! as its rows in the file's layout.
+//! as its rows in the file's layout. They read the f16 scales without checking for inf/NaN, so a
+//! matrix with such a scale is not interleaved ([`interleave`] returns false).
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -95,10 +96,14 @@ pub const fn group_block(dtype: DType) -> usize {
 }
 
 /// Interleaves `rows` (whole `dtype` rows of `nb` blocks each, a multiple of [`GROUP`] of them)
-/// in place. Errors when `dtype` has no ×4 layout, the length is not whole groups, or the
-/// four-row buffer cannot be had.
-pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<()> {
+/// in place, and returns true; returns false, the rows untouched, when one of their f16 scales is
+/// inf/NaN ([`scales_finite`]). Errors when `dtype` has no ×4 layout, the length is not whole
+/// groups, or the four-row buffer cannot be had.
+pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
     let group = check_groups(dtype, rows.len(), nb)?;
+    if !scales_finite(dtype, rows) {
+        return Ok(false);
+    }
     let mut tmp = try_vec(group, 0u8)?;
     let (bb, row) = (dtype.block_bytes(), nb * dtype.block_bytes());
     for g in rows.chunks_exact_mut(group) {
@@ -108,7 +113,18 @@ pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<()> {
             pack_block(dtype, src, out);
         }
     }
-    Ok(())
+    Ok(true)
+}
+
+/// Whether every f16 scale of `rows` (a block's two-byte runs in [`fields`]: `d`, and the K
+/// formats' `dmin`) is finite. The ×4 kernels convert scales without the per-block inf/NaN check
+/// that the file layout's kernels make (a tenth of a Q4_0 matvec's instructions), so a broken
+/// file's matrix stays in that layout and its NaN still comes out.
+fn scales_finite(dtype: DType, rows: &[u8]) -> bool {
+    let finite = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) & 0x7C00 != 0x7C00;
+    let scales = fields(dtype).iter().filter(|f| f.n == 2);
+    rows.chunks_exact(dtype.block_bytes())
+        .all(|b| scales.clone().all(|f| finite(b, f.file)))
 }
 
 /// Rows `rows` of an interleaved `dtype` `matrix` (from its first group) of `nb`-block rows, in

@@ -7,14 +7,13 @@
 
 use core::arch::wasm32::*;
 
-use super::scalar::RowDot;
 use super::simd128::{
-    bits_to_4, dot_blocks4, f16_high_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with,
-    high_nibbles, load16, q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
+    bits_to_4, dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, high_nibbles, load16,
+    q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
-use crate::quant::interleave::{deinterleave_rows, group_block, GROUP, Q5_HIGH, QS};
+use crate::quant::interleave::{group_block, GROUP, Q5_HIGH, QS};
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
     let mask = u8x16_splat(0x0F);
@@ -182,8 +181,6 @@ trait X4 {
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at the whole activation block.
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N];
-    /// The scalar dot of one row in the file's layout (a broken file's fallback).
-    fn row_dot(w: &[u8], x: &[u8]) -> f32;
 }
 
 struct Q4_0x4;
@@ -210,10 +207,6 @@ impl X4 for Q4_0x4 {
             }
         }
         acc.map(|v| i32x4_extadd_pairwise_i16x8(v))
-    }
-
-    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        super::scalar::vec_dot_q4_0_q8_0(w, x)
     }
 }
 
@@ -246,10 +239,6 @@ impl X4 for Q5_0x4 {
         }
         sum
     }
-
-    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        super::scalar::vec_dot_q5_0_q8_0(w, x)
-    }
 }
 
 impl X4 for Q8_0x4 {
@@ -277,10 +266,6 @@ impl X4 for Q8_0x4 {
             }
         }
         acc
-    }
-
-    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        super::scalar::vec_dot_q8_0_q8_0(w, x)
     }
 }
 
@@ -313,61 +298,29 @@ fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         while r + 4 <= rows {
             // SAFETY: `wg` is one whole group of `nb` blocks and rows `r..r + 4` exist in `act`.
             let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, act, r) };
-            store_group::<F, 4>(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
+            put_groups(sums, &mut out[r * stride + g * GROUP..], stride);
             r += 4;
         }
         while r < rows {
             // SAFETY: as above, for row `r`.
             let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, act, r) };
-            store_group::<F, 1>(sums, wg, nb, act, r, &mut out[g * GROUP..], stride);
+            put_groups(sums, &mut out[r * stride + g * GROUP..], stride);
             r += 1;
         }
     }
 }
 
-/// Writes a group's four outputs for activation rows `r0..r0 + N` (row `r` at `out[(r0 + r) ·
-/// stride..]`; see [`put_group`]).
-fn store_group<F: X4, const N: usize>(
-    sums: Option<[v128; N]>,
-    wg: &[u8],
-    nb: usize,
-    act: &Q8Act,
-    r0: usize,
-    out: &mut [f32],
-    stride: usize,
-) {
-    for r in 0..N {
-        let o = &mut out[(r0 + r) * stride..][..GROUP];
-        let x = act.q8_row(r0 + r);
-        put_group(sums.map(|s| s[r]), (F::DTYPE, F::row_dot), wg, nb, x, o);
-    }
-}
-
-/// A group's four outputs `o` against activation row `x`: the lanes of `sums`, or, when a weight
-/// scale was inf/NaN (`None`: a broken file), `dot` of each of the group's rows (`nb` blocks of
-/// `dtype` in `wg`) back in the file's layout.
-pub(super) fn put_group(
-    sums: Option<v128>,
-    (dtype, dot): (DType, RowDot),
-    wg: &[u8],
-    nb: usize,
-    x: &[u8],
-    o: &mut [f32],
-) {
-    if let Some(s) = sums {
-        return o.copy_from_slice(&super::simd128::f32_lanes(s));
-    }
-    let Ok(mut row) = crate::storage::try_vec(nb * dtype.block_bytes(), 0u8) else {
-        return o.fill(f32::NAN);
-    };
-    for (lane, v) in o.iter_mut().enumerate() {
-        deinterleave_rows(dtype, wg, nb, lane..lane + 1, &mut row);
-        *v = dot(&row, x);
+/// Writes a group's four sums (lane = weight row) for each of `N` activation rows, row `i` at
+/// `out[i · stride..]`.
+pub(super) fn put_groups<const N: usize>(sums: [v128; N], out: &mut [f32], stride: usize) {
+    for (i, s) in sums.into_iter().enumerate() {
+        out[i * stride..][..GROUP].copy_from_slice(&super::simd128::f32_lanes(s));
     }
 }
 
 /// The four sums of one group against activation rows `r0..r0 + N`, lane = weight row, each in
-/// the canonical block order; `None` when a weight scale is inf/NaN.
+/// the canonical block order. The weight scales are finite (`interleave` leaves a matrix with an
+/// inf/NaN one in the file's layout), so they convert without the per-block check.
 ///
 /// # Safety
 /// `wg` must point at one group of `nb` blocks and rows `r0..r0 + N` must exist in `act`.
@@ -377,7 +330,7 @@ unsafe fn group_rows<F: X4, const N: usize>(
     nb: usize,
     act: &Q8Act,
     r0: usize,
-) -> Option<[v128; N]> {
+) -> [v128; N] {
     // Each row's first activation block as `isum` reads it, and the bytes between blocks.
     let (x, x_block): ([*const u8; N], usize) = if F::SPLIT {
         (core::array::from_fn(|i| act.split_row(r0 + i).as_ptr()), 64)
@@ -387,14 +340,9 @@ unsafe fn group_rows<F: X4, const N: usize>(
     };
     let dx: [*const f32; N] = core::array::from_fn(|i| act.dx().as_ptr().add((r0 + i) * nb));
     let sx8: [*const i32; N] = core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb));
-    let mut special = i32x4_splat(0);
-    let sums = accumulate_blocks4_n::<N>(nb, |b, acc| {
+    accumulate_blocks4_n::<N>(nb, |b, acc| {
         let blk = wg.add(b * group_block(F::DTYPE));
-        // The four rows' f16 scales, each moved into the high half of its i32 lane: a widening
-        // load and a shift. (As a shuffle with zeros, V8 rebuilt two byte-shuffle masks each
-        // block: the LM head's matvec ran ~10 % slower.)
-        let h = i32x4_shl(u32x4_load_extend_u16x4(blk as *const u16), 16);
-        let dw = f16_high_to_f32(h, &mut special);
+        let dw = f16x4(blk);
         let isum = F::isum::<N>(blk, x.map(|p| p.add(b * x_block)));
         core::array::from_fn(|i| {
             let isum = match F::SX8_TIMES {
@@ -404,8 +352,22 @@ unsafe fn group_rows<F: X4, const N: usize>(
             let scale = f32x4_mul(dw, f32x4_splat(*dx[i].add(b)));
             f32x4_add(acc[i], f32x4_mul(scale, f32x4_convert_i32x4(isum)))
         })
-    });
-    (!v128_any_true(special)).then_some(sums)
+    })
+}
+
+/// The four rows' f16 scales at the start of a group block `p` as f32, for finite ones (the ×4
+/// layout's, checked by `interleave`): each sign-extended into its i32 lane (a widening load; a
+/// shuffle with zeros had V8 rebuild two byte-shuffle masks each block, ~10 % slower) and shifted
+/// so exponent and mantissa sit where f32's do, the sign's copies between them masked off, then
+/// scaled by 2^112 (the exponent biases' difference, which also normalises subnormals).
+///
+/// # Safety
+/// `p` must point at 8 readable bytes.
+#[inline(always)]
+pub(super) unsafe fn f16x4(p: *const u8) -> v128 {
+    let h = i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13);
+    let bits = v128_and(h, i32x4_splat(0x8FFF_E000u32 as i32));
+    f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)))
 }
 
 /// `simd128::accumulate_blocks4` for `N` accumulators at once: block `b` into set `b % 4`, the

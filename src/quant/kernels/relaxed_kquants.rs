@@ -14,8 +14,8 @@
 
 use core::arch::wasm32::*;
 
-use super::relaxed::put_group;
-use super::simd128::{f16_high_to_f32, high_nibbles};
+use super::relaxed::{f16x4, put_groups};
+use super::simd128::high_nibbles;
 use super::simd128_kquants::q6_k_unpack;
 use crate::dtype::DType;
 use crate::quant::interleave::{
@@ -42,19 +42,12 @@ pub fn gemm_kx4_q8_k(dtype: DType, w: &[u8], x: &[u8], x_row: usize, out: &mut [
 /// A K format's ×4 layout and its super-block step.
 trait KX4 {
     const DTYPE: DType;
-    /// The scalar dot of one row in the file's layout (a broken file's fallback).
-    fn row_dot(w: &[u8], x: &[u8]) -> f32;
     /// Adds one group super-block `blk`'s dots with the Q8_K blocks at `x` into `sum` (lane =
-    /// weight row), the twin's f32 steps; flags an inf/NaN f16 scale in `special`.
+    /// weight row), the twin's f32 steps.
     ///
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at one whole Q8_K block.
-    unsafe fn step<const N: usize>(
-        blk: *const u8,
-        x: [*const u8; N],
-        sum: &mut [v128; N],
-        special: &mut v128,
-    );
+    unsafe fn step<const N: usize>(blk: *const u8, x: [*const u8; N], sum: &mut [v128; N]);
 }
 
 /// Q4_K, or with `Q5` Q5_K.
@@ -79,35 +72,19 @@ fn gemm_kx4<F: KX4>(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
             let xs: [&[u8]; 4] = core::array::from_fn(|i| row(r + i));
             // SAFETY: `wg` is one whole group of `nb` super-blocks and each row `nb` Q8_K blocks.
             let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, xs.map(|x| x.as_ptr())) };
-            store::<F, 4>(sums, wg, nb, xs, &mut out[r * stride..], stride);
+            put_groups(sums, &mut out[r * stride..], stride);
             r += 4;
         }
         for r in r..rows {
             // SAFETY: as above, for row `r`.
             let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, [row(r).as_ptr()]) };
-            store::<F, 1>(sums, wg, nb, [row(r)], &mut out[r * stride..], stride);
+            put_groups(sums, &mut out[r * stride..], stride);
         }
     }
 }
 
-/// Writes a group's four outputs for each of the `N` activation rows `x` (row `i` at `out[i ·
-/// stride..]`; see `relaxed::put_group`).
-fn store<F: KX4, const N: usize>(
-    sums: Option<[v128; N]>,
-    wg: &[u8],
-    nb: usize,
-    x: [&[u8]; N],
-    out: &mut [f32],
-    stride: usize,
-) {
-    for (i, x) in x.into_iter().enumerate() {
-        let o = &mut out[i * stride..][..GROUP];
-        put_group(sums.map(|s| s[i]), (F::DTYPE, F::row_dot), wg, nb, x, o);
-    }
-}
-
 /// The four dots of one group against the `N` activation rows starting at `x`, lane = weight
-/// row; `None` when an f16 scale is inf/NaN.
+/// row (the scales are finite: see `relaxed::group_rows`).
 ///
 /// # Safety
 /// `wg` must point at one group of `nb` super-blocks and each `x` at `nb` Q8_K blocks.
@@ -116,26 +93,13 @@ unsafe fn group_rows<F: KX4, const N: usize>(
     wg: *const u8,
     nb: usize,
     x: [*const u8; N],
-) -> Option<[v128; N]> {
-    let mut special = i32x4_splat(0);
+) -> [v128; N] {
     let mut sum = [f32x4_splat(0.0); N];
     for b in 0..nb {
         let blk = wg.add(b * group_block(F::DTYPE));
-        F::step(
-            blk,
-            x.map(|x| x.add(b * Q8_K_BYTES)),
-            &mut sum,
-            &mut special,
-        );
+        F::step(blk, x.map(|x| x.add(b * Q8_K_BYTES)), &mut sum);
     }
-    (!v128_any_true(special)).then_some(sum)
-}
-
-/// The four rows' f16 scales at `p` as f32 lanes (see `f16_high_to_f32`).
-#[inline(always)]
-unsafe fn f16x4(p: *const u8, special: &mut v128) -> v128 {
-    let h = i32x4_shl(u32x4_load_extend_u16x4(p as *const u16), 16);
-    f16_high_to_f32(h, special)
+    sum
 }
 
 /// A Q8_K block's f32 scale, splat.
@@ -147,23 +111,11 @@ unsafe fn dx(xb: *const u8) -> v128 {
 impl<const Q5: bool> KX4 for Q45Kx4<Q5> {
     const DTYPE: DType = if Q5 { DType::Q5_K } else { DType::Q4_K };
 
-    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        match Q5 {
-            true => super::scalar::vec_dot_q5_k_q8_k(w, x),
-            false => super::scalar::vec_dot_q4_k_q8_k(w, x),
-        }
-    }
-
     /// The twin's steps per row: `sum += d·dx·isum`, then `sum −= dmin·dx·msum`.
     #[inline(always)]
-    unsafe fn step<const N: usize>(
-        blk: *const u8,
-        x: [*const u8; N],
-        sum: &mut [v128; N],
-        special: &mut v128,
-    ) {
-        let d = f16x4(blk, special);
-        let dmin = f16x4(blk.add(Q4_K_DMIN), special);
+    unsafe fn step<const N: usize>(blk: *const u8, x: [*const u8; N], sum: &mut [v128; N]) {
+        let d = f16x4(blk);
+        let dmin = f16x4(blk.add(Q4_K_DMIN));
         let (sc, m) = scales_mins(blk.add(Q4_K_SCALES));
         let isum = q45_k_sums::<N, Q5>(blk, x.map(|x| x.add(4)), sc);
         for i in 0..N {
@@ -181,20 +133,11 @@ impl<const Q5: bool> KX4 for Q45Kx4<Q5> {
 impl KX4 for Q6Kx4 {
     const DTYPE: DType = DType::Q6_K;
 
-    fn row_dot(w: &[u8], x: &[u8]) -> f32 {
-        super::scalar::vec_dot_q6_k_q8_k(w, x)
-    }
-
     /// The twin's step per row: `sum += d·dx·isum`, `isum = Σ_g sc_g Σ u·x − 32 Σ_g sc_g·bsum_g`
     /// (the unsigned quants `u = q + 32`).
     #[inline(always)]
-    unsafe fn step<const N: usize>(
-        blk: *const u8,
-        x: [*const u8; N],
-        sum: &mut [v128; N],
-        special: &mut v128,
-    ) {
-        let d = f16x4(blk, special);
+    unsafe fn step<const N: usize>(blk: *const u8, x: [*const u8; N], sum: &mut [v128; N]) {
+        let d = f16x4(blk);
         let sc: [v128; 4] =
             core::array::from_fn(|t| v128_load(blk.add(Q6_K_SCALES + 16 * t) as *const v128));
         let usum = q6_k_sums(blk, x.map(|x| x.add(4)), &sc);
