@@ -46,6 +46,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::storage::try_vec;
+use half::f16;
 use std::ops::Range;
 
 /// Rows per group.
@@ -121,7 +122,7 @@ pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
 /// that the file layout's kernels make (a tenth of a Q4_0 matvec's instructions), so a broken
 /// file's matrix stays in that layout and its NaN still comes out.
 fn scales_finite(dtype: DType, rows: &[u8]) -> bool {
-    let finite = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) & 0x7C00 != 0x7C00;
+    let finite = |b: &[u8], at: usize| f16::from_le_bytes([b[at], b[at + 1]]).is_finite();
     let scales = fields(dtype).iter().filter(|f| f.n == 2);
     rows.chunks_exact(dtype.block_bytes())
         .all(|b| scales.clone().all(|f| finite(b, f.file)))

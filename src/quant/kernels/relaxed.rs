@@ -8,8 +8,8 @@
 use core::arch::wasm32::*;
 
 use super::simd128::{
-    bits_to_4, dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, high_nibbles, load16,
-    q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
+    bits_to_4, dot_blocks4, f16_bits_to_f32, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with,
+    high_nibbles, load16, q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
@@ -358,16 +358,13 @@ unsafe fn group_rows<F: X4, const N: usize>(
 /// The four rows' f16 scales at the start of a group block `p` as f32, for finite ones (the ×4
 /// layout's, checked by `interleave`): each sign-extended into its i32 lane (a widening load; a
 /// shuffle with zeros had V8 rebuild two byte-shuffle masks each block, ~10 % slower) and shifted
-/// so exponent and mantissa sit where f32's do, the sign's copies between them masked off, then
-/// scaled by 2^112 (the exponent biases' difference, which also normalises subnormals).
+/// so that sign, exponent and mantissa sit where f32's do (`f16_bits_to_f32`).
 ///
 /// # Safety
 /// `p` must point at 8 readable bytes.
 #[inline(always)]
 pub(super) unsafe fn f16x4(p: *const u8) -> v128 {
-    let h = i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13);
-    let bits = v128_and(h, i32x4_splat(0x8FFF_E000u32 as i32));
-    f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)))
+    f16_bits_to_f32(i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13))
 }
 
 /// `simd128::accumulate_blocks4` for `N` accumulators at once: block `b` into set `b % 4`, the

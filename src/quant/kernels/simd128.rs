@@ -299,7 +299,15 @@ unsafe fn q4_0_scales4(w: *const u8, stride: usize, special: &mut v128) -> v128 
 pub(crate) fn f16_high_to_f32(h: v128, special: &mut v128) -> v128 {
     let exp = i32x4_splat(0x7C00_0000);
     *special = v128_or(*special, i32x4_eq(v128_and(h, exp), exp));
-    let bits = v128_and(i32x4_shr(h, 3), i32x4_splat(0x8FFF_E000u32 as i32));
+    f16_bits_to_f32(i32x4_shr(h, 3))
+}
+
+/// Finite f16 values whose bits sit where f32's do in each i32 lane (the sign at bit 31,
+/// exponent and mantissa at bits 13..28; whatever bits 28..31 hold is masked off) as f32: scaled
+/// by 2^112, the exponent biases' difference, which also normalises subnormals.
+#[inline(always)]
+pub(crate) fn f16_bits_to_f32(v: v128) -> v128 {
+    let bits = v128_and(v, i32x4_splat(0x8FFF_E000u32 as i32));
     f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)))
 }
 
