@@ -754,7 +754,11 @@ mod f32_kernels {
                 "axpy4 n={n}"
             );
             // Four heads' weights over rows of a strided buffer, against `axpy` row by row.
-            for rows in [0, 1, 3, 4, 9] {
+            // Twenty rows: some have rows `TOUCH_AHEAD` ahead to prefetch.
+            for (rows, prefetch) in [0, 1, 3, 4, 9, 20]
+                .into_iter()
+                .flat_map(|r| [(r, false), (r, true)])
+            {
                 let stride = n + 3;
                 let values = rng.vec(rows * stride, 3.0);
                 let weights = rng.vec(4 * rows, 2.0);
@@ -762,7 +766,7 @@ mod f32_kernels {
                 let [o0, o1, o2, o3] = &mut outs[..] else {
                     unreachable!()
                 };
-                k::weighted_rows4(&weights, &values, stride, &mut [o0, o1, o2, o3]);
+                k::weighted_rows4(&weights, &values, stride, &mut [o0, o1, o2, o3], prefetch);
                 for (t, o) in outs.iter().enumerate() {
                     let mut want = vec![0.0; n];
                     for (j, c) in weights.chunks_exact(4).enumerate() {
@@ -770,7 +774,7 @@ mod f32_kernels {
                     }
                     assert!(
                         o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
-                        "weighted_rows4 n={n} rows={rows} output {t}"
+                        "weighted_rows4 n={n} rows={rows} prefetch {prefetch} output {t}"
                     );
                 }
                 // `x` ending inside the last row, or before it starts: no panic, each row the
@@ -785,7 +789,7 @@ mod f32_kernels {
                     let [o0, o1, o2, o3] = &mut outs[..] else {
                         unreachable!()
                     };
-                    k::weighted_rows4(&weights, short, stride, &mut [o0, o1, o2, o3]);
+                    k::weighted_rows4(&weights, short, stride, &mut [o0, o1, o2, o3], prefetch);
                     for (t, o) in outs.iter().enumerate() {
                         let mut want = vec![0.0; n];
                         for (j, c) in weights.chunks_exact(4).enumerate() {
@@ -794,7 +798,7 @@ mod f32_kernels {
                         }
                         assert!(
                             o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
-                            "weighted_rows4 x cut at {cut}, n={n} rows={rows} output {t}"
+                            "weighted_rows4 x cut at {cut}, n={n} rows={rows} prefetch {prefetch} output {t}"
                         );
                     }
                 }

@@ -11,7 +11,7 @@
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{axpy, axpy4, dot_grid, exp_sum, weighted_rows4};
+use crate::ops::kernels::{axpy, axpy4, dot_grid, exp_sum, touch, weighted_rows4, TOUCH_AHEAD};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -69,6 +69,9 @@ pub(super) fn attention(
     s: &mut AttnScratch,
 ) {
     let qd = cfg.q_dim();
+    // A lone row is a decoded token, whose cache rows were written by earlier calls and have
+    // left the caches since; a prompt's rows read what the rows before them just read.
+    let prefetch = att.len() == qd;
     let window = |pos: usize| -> Range<usize> {
         let lo = match (cfg.is_sliding(il), cfg.sliding_window) {
             (true, Some(win)) => (pos + 1).saturating_sub(win),
@@ -83,7 +86,7 @@ pub(super) fn attention(
                 attend_split(cfg, cache, il, positions, q, out, &mut s.split);
             } else {
                 let mut scores = s.slots[0].lock().unwrap_or_else(|e| e.into_inner());
-                attend(cfg, cache, il, positions, q, out, &mut scores);
+                attend(cfg, cache, il, positions, q, out, &mut scores, prefetch);
             }
         }
         return;
@@ -93,7 +96,8 @@ pub(super) fn attention(
         let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
         let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
         let q = &q[i * qd..(i + 1) * qd];
-        attend(cfg, cache, il, window(pos0 + i), q, out, &mut scores);
+        let positions = window(pos0 + i);
+        attend(cfg, cache, il, positions, q, out, &mut scores, prefetch);
     });
 }
 
@@ -118,13 +122,14 @@ fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_
 /// Query heads that share a KV head go four at a time, so each key row is read once per four
 /// heads (`dot_grid`) and each value row once per four heads and eight output elements
 /// (`weighted_rows4`); both give the same bits as one head and one position at a time.
-/// `scores` holds `8 × positions.len()`.
+/// `scores` holds `8 × positions.len()`; `prefetch` [`touch`]es rows ahead of the arithmetic.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
 /// prefill at 207 tok/s inlined, 268 as a function of its own, which V8 optimises after a few
 /// calls).
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn attend(
     cfg: &Config,
     cache: &KvCache,
@@ -133,6 +138,7 @@ fn attend(
     q: &[f32],
     out: &mut [f32],
     scores: &mut [f32],
+    prefetch: bool,
 ) {
     let hd = cfg.head_dim;
     let (lo, len) = (positions.start, positions.len());
@@ -143,11 +149,14 @@ fn attend(
         let heads = &q[h * hd..(h + take) * hd];
         let sc = &mut by_head[..take * len];
         let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
-        head_scores(heads, take, len, key, |j, t, v| sc[t * len + j] = v);
+        head_scores(heads, take, len, key, prefetch, |j, t, v| {
+            sc[t * len + j] = v
+        });
         sc.chunks_exact_mut(len.max(1)).for_each(softmax);
         let p = Weights::new(sc, len, take, by_position);
         let values = values.get(kv.start..).unwrap_or_default();
-        p.weigh(values, cache.kv_dim(), &mut out[h * hd..(h + take) * hd]);
+        let out = &mut out[h * hd..(h + take) * hd];
+        p.weigh(values, cache.kv_dim(), out, prefetch);
     }
 }
 
@@ -184,7 +193,7 @@ fn attend_split(
         parallel::for_each_chunk_mut(&mut by_position[..take * len], block, |b, chunk| {
             let key = |j: usize| &cache.key(il, lo + b * POSITION_BLOCK + j)[kv.clone()];
             let n = chunk.len() / take;
-            head_scores(heads, take, n, key, |j, t, v| chunk[j * take + t] = v);
+            head_scores(heads, take, n, key, true, |j, t, v| chunk[j * take + t] = v);
         });
         let p = &mut by_head[..take * len];
         for (t, row) in p.chunks_exact_mut(len.max(1)).enumerate() {
@@ -197,7 +206,7 @@ fn attend_split(
         let p = Weights::new(p, len, take, by_position);
         parallel::for_each_chunk_mut(&mut parts[..take * hd], take * eb, |c, part| {
             let values = values.get(kv.start + c * eb..).unwrap_or_default();
-            p.weigh(values, cache.kv_dim(), part);
+            p.weigh(values, cache.kv_dim(), part, true);
         });
         for (c, part) in parts[..take * hd].chunks_exact(take * eb).enumerate() {
             for (t, o) in part.chunks_exact(eb).enumerate() {
@@ -218,6 +227,7 @@ fn head_scores<'c>(
     take: usize,
     n: usize,
     key: impl Fn(usize) -> &'c [f32],
+    prefetch: bool,
     mut put: impl FnMut(usize, usize, f32),
 ) {
     let hd = heads.len() / take;
@@ -225,6 +235,9 @@ fn head_scores<'c>(
     if take == 4 {
         let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
         while j + 2 <= n {
+            if prefetch {
+                (j + TOUCH_AHEAD..n).take(2).for_each(|r| touch(key(r)));
+            }
             let s = dot_grid(qs, [key(j), key(j + 1)]);
             s.iter()
                 .enumerate()
@@ -236,6 +249,9 @@ fn head_scores<'c>(
         }
     } else {
         while j + 4 <= n {
+            if prefetch {
+                (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+            }
             let s = dot_grid([heads], [key(j), key(j + 1), key(j + 2), key(j + 3)]);
             s.iter().enumerate().for_each(|(r, s)| put(j + r, 0, s[0]));
             j += 4;
@@ -288,7 +304,7 @@ impl<'a> Weights<'a> {
 
     /// `out_t = Σ_j p_t[j] · v_j` for each head `t`, `out` holding the heads' rows one after
     /// another and `v_j` the row of `values` at `j · stride`.
-    fn weigh(&self, values: &[f32], stride: usize, out: &mut [f32]) {
+    fn weigh(&self, values: &[f32], stride: usize, out: &mut [f32], prefetch: bool) {
         let w = out.len() / self.take;
         if self.take != 4 || w == 0 {
             return weighted_sum(&self.by_head[..self.len], values, stride, out);
@@ -297,7 +313,8 @@ impl<'a> Weights<'a> {
         if let (Some(o0), Some(o1), Some(o2), Some(o3)) =
             (rows.next(), rows.next(), rows.next(), rows.next())
         {
-            weighted_rows4(self.by_position, values, stride, &mut [o0, o1, o2, o3]);
+            let outs = &mut [o0, o1, o2, o3];
+            weighted_rows4(self.by_position, values, stride, outs, prefetch);
         }
     }
 }

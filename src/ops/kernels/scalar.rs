@@ -27,7 +27,14 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
 /// zero, the terms in `j` order: attention's four heads weighing the value rows of their KV
 /// head, `a` their weights by position. Each output has the bits of `axpy` calls in `j` order.
 /// A row that `x` ends inside adds the elements it has, and rows past its end nothing.
-pub fn weighted_rows4(a: &[f32], x: &[f32], stride: usize, ys: &mut [&mut [f32]; 4]) {
+/// `prefetch` asks the SIMD version to [`touch`](super::touch) rows ahead; it changes no bits.
+pub fn weighted_rows4(
+    a: &[f32],
+    x: &[f32],
+    stride: usize,
+    ys: &mut [&mut [f32]; 4],
+    _prefetch: bool,
+) {
     for (t, y) in ys.iter_mut().enumerate() {
         y.fill(0.0);
         for (j, a) in a.chunks_exact(4).enumerate() {
