@@ -231,13 +231,17 @@ fn head_scores<'c>(
     mut put: impl FnMut(usize, usize, f32),
 ) {
     let hd = heads.len() / take;
+    // Rows `TOUCH_AHEAD` past the `count` a step computes from `j`.
+    let touch_ahead = |j: usize, count: usize| {
+        if prefetch {
+            (j + TOUCH_AHEAD..n).take(count).for_each(|r| touch(key(r)));
+        }
+    };
     let mut j = 0;
     if take == 4 {
         let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
         while j + 2 <= n {
-            if prefetch {
-                (j + TOUCH_AHEAD..n).take(2).for_each(|r| touch(key(r)));
-            }
+            touch_ahead(j, 2);
             let s = dot_grid(qs, [key(j), key(j + 1)]);
             s.iter()
                 .enumerate()
@@ -249,9 +253,7 @@ fn head_scores<'c>(
         }
     } else {
         while j + 4 <= n {
-            if prefetch {
-                (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
-            }
+            touch_ahead(j, 4);
             let s = dot_grid([heads], [key(j), key(j + 1), key(j + 2), key(j + 3)]);
             s.iter().enumerate().for_each(|(r, s)| put(j + r, 0, s[0]));
             j += 4;

@@ -98,8 +98,8 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
 /// registers over every row, so each row's eight elements are loaded once for the four heads
 /// and the outputs are written once. (Four rows at a time into outputs in memory, as before,
 /// loaded and stored the outputs for every four rows: 0.040 → 0.037 ms over 512 rows.) With
-/// `prefetch`, the first pass over the rows [`touch`](super::touch)es the row
-/// [`TOUCH_AHEAD`](super::TOUCH_AHEAD) ahead whole, so the later passes find the rows cached.
+/// `prefetch`, the first pass over the rows [`touch`](super::touch)es the `w` elements of the
+/// row [`TOUCH_AHEAD`](super::TOUCH_AHEAD) ahead, so the later passes find them cached.
 pub fn weighted_rows4(
     a: &[f32],
     x: &[f32],
