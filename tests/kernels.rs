@@ -725,6 +725,7 @@ mod f32_kernels {
                 k::dot_grid(xr, [&y[..]]).concat(),
                 k::dot_grid(xr, [&y[..], &y2]).concat(),
                 k::dot_grid([xr[0]], [xr[1], &y, xr[2], &y2]).concat(),
+                k::dot_grid(xr, [&y[..], &y2, xr[1], xr[3]]).concat(),
             ];
             let pairs = [
                 (0..4).map(|h| (xr[h], &y[..])).collect::<Vec<_>>(),
@@ -733,6 +734,10 @@ mod f32_kernels {
                     .flat_map(|r| xr.map(|x| (x, *r)))
                     .collect(),
                 [xr[1], &y, xr[2], &y2].map(|r| (xr[0], r)).to_vec(),
+                [&y[..], &y2, xr[1], xr[3]]
+                    .iter()
+                    .flat_map(|r| xr.map(|x| (x, *r)))
+                    .collect(),
             ];
             for (got, want) in grids.iter().zip(&pairs) {
                 for (i, (g, (x, r))) in got.iter().zip(want).enumerate() {

@@ -122,7 +122,8 @@ fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_
 /// Query heads that share a KV head go four at a time, so each key row is read once per four
 /// heads (`dot_grid`) and each value row once per four heads and eight output elements
 /// (`weighted_rows4`); both give the same bits as one head and one position at a time.
-/// `scores` holds `8 × positions.len()`; `prefetch` [`touch`]es rows ahead of the arithmetic.
+/// `scores` holds `8 × positions.len()`; `prefetch` says the cache rows come from memory (a
+/// decoded token's), which [`head_scores`] and [`weighted_rows4`] read ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -217,10 +218,13 @@ fn attend_split(
 }
 
 /// `put(j, t, q_t · key(j))` for the one or four query heads `t` in `heads` and the rows
-/// `j < n`: four heads take two key rows at a time, one head four (`dot_grid`, whose chains
-/// then overlap), the tail one row at a time; every score has `dot`'s bits. Measured in
-/// Chromium against one key row at a time: a 1,060-token prompt's attention 1.69 → 1.46 ms a
-/// token (fastest of five); the decoded token's, which waits on reading the cache, unchanged.
+/// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
+/// with `prefetch` four, one head four rows, the tail one row at a time; every score has `dot`'s
+/// bits. Measured in Chromium against one key row at a time: a 1,060-token prompt's attention
+/// 1.69 → 1.46 ms a token (fastest of five). A decoded token's key rows come from memory, and
+/// four rows in flight at once beat two with rows [`TOUCH_AHEAD`] touched: one thread at position
+/// ~1,000, medians of six, 2.06 → 1.81 and 2.20 → 1.91 ms a token (touching as well: 2.25). In a
+/// prompt's cached rows the sixteen chains of four rows ran slower than eight (they spill).
 #[inline(always)]
 fn head_scores<'c>(
     heads: &[f32],
@@ -231,29 +235,25 @@ fn head_scores<'c>(
     mut put: impl FnMut(usize, usize, f32),
 ) {
     let hd = heads.len() / take;
-    // Rows `TOUCH_AHEAD` past the `count` a step computes from `j`.
-    let touch_ahead = |j: usize, count: usize| {
-        if prefetch {
-            (j + TOUCH_AHEAD..n).take(count).for_each(|r| touch(key(r)));
-        }
-    };
     let mut j = 0;
     if take == 4 {
         let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
-        while j + 2 <= n {
-            touch_ahead(j, 2);
-            let s = dot_grid(qs, [key(j), key(j + 1)]);
-            s.iter()
-                .enumerate()
-                .for_each(|(r, s)| put4(&mut put, j + r, s));
-            j += 2;
+        let step = if prefetch { 4 } else { 2 };
+        while j + step <= n {
+            match step {
+                4 => rows_by_four_heads::<4>(qs, &key, j, &mut put),
+                _ => rows_by_four_heads::<2>(qs, &key, j, &mut put),
+            }
+            j += step;
         }
         for j in j..n {
-            put4(&mut put, j, &dot_grid(qs, [key(j)])[0]);
+            rows_by_four_heads::<1>(qs, &key, j, &mut put);
         }
     } else {
         while j + 4 <= n {
-            touch_ahead(j, 4);
+            if prefetch {
+                (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+            }
             let s = dot_grid([heads], [key(j), key(j + 1), key(j + 2), key(j + 3)]);
             s.iter().enumerate().for_each(|(r, s)| put(j + r, 0, s[0]));
             j += 4;
@@ -262,6 +262,18 @@ fn head_scores<'c>(
             put(j, 0, dot_grid([heads], [key(j)])[0][0]);
         }
     }
+}
+
+/// The four heads' scores of the `R` key rows from `j`, through `put` as [`head_scores`]'.
+#[inline(always)]
+fn rows_by_four_heads<'c, const R: usize>(
+    qs: [&[f32]; 4],
+    key: &impl Fn(usize) -> &'c [f32],
+    j: usize,
+    put: &mut impl FnMut(usize, usize, f32),
+) {
+    let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r)));
+    s.iter().enumerate().for_each(|(r, s)| put4(put, j + r, s));
 }
 
 /// `put(j, t, s[t])` for the four heads' scores of row `j`.
