@@ -123,7 +123,8 @@ fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_
 /// heads (`dot_grid`) and each value row once per four heads and eight output elements
 /// (`weighted_rows4`); both give the same bits as one head and one position at a time.
 /// `scores` holds `8 × positions.len()`; `prefetch` says the cache rows come from memory (a
-/// decoded token's), which [`head_scores`] and [`weighted_rows4`] read ahead.
+/// decoded token's): [`head_scores`] then keeps four key rows in flight, [`weighted_rows4`]
+/// touches value rows ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
