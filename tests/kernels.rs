@@ -727,17 +727,18 @@ mod f32_kernels {
                 k::dot_grid([xr[0]], [xr[1], &y, xr[2], &y2]).concat(),
                 k::dot_grid(xr, [&y[..], &y2, xr[1], xr[3]]).concat(),
             ];
+            // Every (head, row) pair of a four-head grid, row by row.
+            fn four_heads<'a>(
+                xr: [&'a [f32]; 4],
+                rows: &[&'a [f32]],
+            ) -> Vec<(&'a [f32], &'a [f32])> {
+                rows.iter().flat_map(|r| xr.map(|x| (x, *r))).collect()
+            }
             let pairs = [
-                (0..4).map(|h| (xr[h], &y[..])).collect::<Vec<_>>(),
-                [&y[..], &y2]
-                    .iter()
-                    .flat_map(|r| xr.map(|x| (x, *r)))
-                    .collect(),
+                four_heads(xr, &[&y]),
+                four_heads(xr, &[&y, &y2]),
                 [xr[1], &y, xr[2], &y2].map(|r| (xr[0], r)).to_vec(),
-                [&y[..], &y2, xr[1], xr[3]]
-                    .iter()
-                    .flat_map(|r| xr.map(|x| (x, *r)))
-                    .collect(),
+                four_heads(xr, &[&y, &y2, xr[1], xr[3]]),
             ];
             for (got, want) in grids.iter().zip(&pairs) {
                 for (i, (g, (x, r))) in got.iter().zip(want).enumerate() {

@@ -220,8 +220,8 @@ fn attend_split(
 
 /// `put(j, t, q_t · key(j))` for the one or four query heads `t` in `heads` and the rows
 /// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
-/// with `prefetch` four, one head four rows, the tail one row at a time; every score has `dot`'s
-/// bits. Measured in Chromium against one key row at a time: a 1,060-token prompt's attention
+/// with `prefetch` four while four remain, one head four rows, the tail one row at a time; every
+/// score has `dot`'s bits. Measured in Chromium against one key row at a time: a 1,060-token prompt's attention
 /// 1.69 → 1.46 ms a token (fastest of five). A decoded token's key rows come from memory, and
 /// four rows in flight at once beat two with rows [`TOUCH_AHEAD`] touched: one thread at position
 /// ~1,000, medians of six, 2.06 → 1.81 and 2.20 → 1.91 ms a token (touching as well: 2.25). In a
@@ -239,13 +239,13 @@ fn head_scores<'c>(
     let mut j = 0;
     if take == 4 {
         let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
-        let step = if prefetch { 4 } else { 2 };
-        while j + step <= n {
-            match step {
-                4 => rows_by_four_heads::<4>(qs, &key, j, &mut put),
-                _ => rows_by_four_heads::<2>(qs, &key, j, &mut put),
-            }
-            j += step;
+        while prefetch && j + 4 <= n {
+            rows_by_four_heads::<4>(qs, &key, j, &mut put);
+            j += 4;
+        }
+        while j + 2 <= n {
+            rows_by_four_heads::<2>(qs, &key, j, &mut put);
+            j += 2;
         }
         for j in j..n {
             rows_by_four_heads::<1>(qs, &key, j, &mut put);
