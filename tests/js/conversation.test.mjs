@@ -37,10 +37,15 @@ for (const [threads, build] of [[1, "simd"], [2, "threads"]]) {
       assert.ok(decode.lmHead.weightBytes > 0 && decode.lmHead.ms > 0);
       for (const { team } of [prefill, decode]) {
         assert.ok(team.helperChunks <= team.chunks && team.jobs <= team.chunks && team.waitMs >= 0, JSON.stringify(team));
-        // One thread has no team; with two, the helper takes part in the passes' loops.
+        // One thread has no team; with two, the passes' loops go to the team.
         if (threads === 1) assert.deepEqual(team, { jobs: 0, chunks: 0, helperChunks: 0, waitMs: 0 });
-        else assert.ok(team.jobs > 0 && team.helperChunks > 0, JSON.stringify(team));
+        else assert.ok(team.jobs > 0, JSON.stringify(team));
       }
+      // The helper takes part in the decode's loops (~300 over a dozen tokens). Not asserted for
+      // the prompt's ~6 ms of loops: a helper that the OS or a sleeping pool Worker holds back may
+      // arrive after the leader has taken every chunk (it ran 0, 1, 42 … 907 of 1,713 in CI and
+      // in fourteen reruns on this 2-core machine), which is the team working as designed.
+      if (threads === 2) assert.ok(decode.team.helperChunks > 0, JSON.stringify(decode.team));
       assert.equal(r.profile.unprofiled, undefined, "no profile unless asked");
       assert.deepEqual(errors, []);
     }));
