@@ -479,29 +479,62 @@ fn matmul_dims(
 }
 
 /// Weight rows per parallel task over `jobs` against `act_rows` activation rows: a whole matrix
-/// on one thread, or when the work is under [`MIN_SPLIT_WORK`]; else one to sixteen tasks a
-/// thread, so the task still running when the others finish (and they wait for it) is short,
-/// but none under [`MIN_TASK_BYTES`], since each task has a fixed cost to claim, start streaming
-/// and report. Whole interleaving groups either way, so an interleaved matrix's chunks start at
-/// a group.
+/// on one thread, or when the work is under [`MIN_SPLIT_WORK`]; else a multiple of the thread
+/// count of tasks, up to sixteen a thread but none under [`MIN_TASK_BYTES`], so that the
+/// threads get equal shares and the task still running when the others finish is short. With
+/// several matrices a task stays within one, so the count is the one whose tasks share out
+/// most evenly ([`span`]). Whole interleaving groups either way, so an interleaved matrix's
+/// chunks start at a group.
 fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
+    let group = super::interleave::GROUP;
     let whole = jobs.iter().map(|j| j.rows).max().unwrap_or(1).max(1);
+    let work = jobs
+        .iter()
+        .map(|j| j.rows.saturating_mul(j.w_row))
+        .fold(0usize, usize::saturating_add)
+        .saturating_mul(act_rows);
+    let t = parallel::num_threads();
+    if t <= 1 || work < MIN_SPLIT_WORK {
+        return whole.next_multiple_of(group);
+    }
+    let most = (work / MIN_TASK_BYTES).clamp(t, 16 * t) / t * t;
     let total: usize = jobs.iter().map(|j| j.rows).sum();
-    let w_row = jobs.iter().map(|j| j.w_row).max().unwrap_or(1);
-    let work = total.saturating_mul(w_row).saturating_mul(act_rows);
-    let rows = match parallel::num_threads() {
-        t if t > 1 && work >= MIN_SPLIT_WORK => total
-            .div_ceil((work / MIN_TASK_BYTES).clamp(t, 16 * t))
-            .max(16),
-        _ => whole,
-    };
-    rows.next_multiple_of(super::interleave::GROUP)
+    let rows_for = |tasks: usize| total.div_ceil(tasks).max(16).next_multiple_of(group);
+    if jobs.len() == 1 {
+        return rows_for(most);
+    }
+    (t..=most)
+        .step_by(t)
+        .map(rows_for)
+        .min_by_key(|&r| (span(jobs, r, t), r))
+        .unwrap_or(whole)
+}
+
+/// The largest share of weight bytes any of `t` threads reads when `jobs` are cut into tasks of
+/// `rows` rows (each matrix's last one shorter) and each task goes to the thread that is free
+/// first, as the team hands them out.
+fn span(jobs: &[Job], rows: usize, t: usize) -> usize {
+    let mut loads = [0usize; 64];
+    let loads = &mut loads[..t.clamp(1, 64)];
+    for j in jobs {
+        for start in (0..j.rows).step_by(rows.max(1)) {
+            let n = rows.min(j.rows - start);
+            if let Some(least) = loads.iter_mut().min() {
+                *least += n * j.w_row;
+            }
+        }
+    }
+    loads.iter().copied().max().unwrap_or(0)
 }
 
 /// The least work a parallel matmul task is given, in weight bytes × activation rows. Measured
-/// in Chromium on two threads: sixteen 46 KB tasks a thread left a token's layer matvecs as slow
-/// as on one thread in a section profile, four to eleven tasks a loop 1.5× faster.
-const MIN_TASK_BYTES: usize = 128 << 10;
+/// in Chromium on two threads, a token's layer matvecs (0.4–1.5 MB each): in sixteen 46 KB tasks
+/// a thread as slow as on one thread; in four to eleven 128 KB tasks a loop 1.5× faster; in one
+/// task a thread (this limit) faster again, gate/up 0.97 → 0.78 and down 0.52 → 0.41 ms a token
+/// (section profile, medians of 20 interleaved runs): each task has a fixed cost to claim, start
+/// streaming and report. The LM head (94 MB) keeps sixteen tasks a thread: halves of it ran
+/// slower (2.34 → 2.53 ms), a late helper then holding the leader up longer.
+const MIN_TASK_BYTES: usize = 1 << 20;
 
 /// Work (weight bytes × activation rows) below which a matmul is not split: one matrix then runs
 /// on the calling thread, several are a task each. A decode step's attention-output and down
@@ -518,4 +551,51 @@ fn fused_kernel(dtype: DType) -> Result<FusedDot> {
     quant_type(dtype)
         .and_then(|t| t.fused)
         .ok_or(Error::UnsupportedDType { op: OP, dtype })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(rows: usize, w_row: usize) -> Job<'static> {
+        Job {
+            rows,
+            w_row,
+            ..Job::default()
+        }
+    }
+
+    /// Hand-scheduled: the thread free first takes the next task, ties to the lower thread.
+    #[test]
+    fn span_is_the_busiest_threads_bytes_when_tasks_go_to_the_first_free() {
+        // q, k, v of a decoded token (1024 + 256 + 256 rows): 768-row tasks are 768, 256 | 256,
+        // 256, 256 — thread 0 takes 768, thread 1 the other three.
+        let qkv = [job(1024, 10), job(256, 10), job(256, 10)];
+        assert_eq!(span(&qkv, 768, 2), 7680);
+        // 384-row tasks: 384, 384, 256 | 256 | 256 — loads 384 / 384 → 640 / 768 → 896 / 768.
+        assert_eq!(span(&qkv, 384, 2), 8960);
+        // Rows of another width weigh by their bytes.
+        assert_eq!(span(&[job(64, 1), job(64, 3)], 64, 2), 192);
+        assert_eq!(span(&[job(100, 1)], 16, 3), 36);
+    }
+
+    /// Whatever the thread count, the chosen tasks share the work out at least as evenly as
+    /// the finest split tried, and a lone small matrix gets one task a thread.
+    #[test]
+    fn chunk_rows_picks_an_even_split() {
+        let t = parallel::num_threads();
+        let qkv = [job(1024, 360), job(256, 360), job(256, 360)];
+        let r = chunk_rows(&qkv, 1);
+        if t > 1 {
+            let ideal = (1536usize * 360).div_ceil(t);
+            assert!(span(&qkv, r, t) <= ideal + 16 * 360, "rows {r}");
+            let down = [job(640, 1152)];
+            assert_eq!(
+                chunk_rows(&down, 1),
+                (640usize).div_ceil(t).next_multiple_of(4)
+            );
+        } else {
+            assert_eq!(r, 1024);
+        }
+    }
 }
