@@ -912,7 +912,7 @@ mod f32_kernels {
             vec![1.0, 3.0, 3.0, 2.0, 3.0, 1.0, 3.0, 0.5, 3.0],
             vec![nan, 2.0, nan, 2.0, inf, inf, nan],
         ];
-        for n in [1, 3, 4, 5, 8, 31, 257, 4099] {
+        for n in [1, 3, 4, 5, 8, 15, 16, 17, 31, 63, 257, 4099] {
             // Few distinct values, so ties across lanes and the tail are common.
             let mut x: Vec<f32> = (0..n).map(|_| (rng.f32() * 6.0).floor()).collect();
             if n > 4 {
