@@ -520,7 +520,7 @@ fn span(jobs: &[Job], rows: usize, t: usize) -> usize {
         for start in (0..j.rows).step_by(rows.max(1)) {
             let n = rows.min(j.rows - start);
             if let Some(least) = loads.iter_mut().min() {
-                *least += n * j.w_row;
+                *least = least.saturating_add(n.saturating_mul(j.w_row));
             }
         }
     }
@@ -530,7 +530,7 @@ fn span(jobs: &[Job], rows: usize, t: usize) -> usize {
 /// The least work a parallel matmul task is given, in weight bytes × activation rows. Measured
 /// in Chromium on two threads, a token's layer matvecs (0.4–1.5 MB each): in sixteen 46 KB tasks
 /// a thread as slow as on one thread; in four to eleven 128 KB tasks a loop 1.5× faster; in one
-/// task a thread (this limit) faster again, gate/up 0.97 → 0.78 and down 0.52 → 0.41 ms a token
+/// task a thread (this limit) faster again, gate/up 1.01 → 0.76 and down 0.54 → 0.41 ms a token
 /// (section profile, medians of 20 interleaved runs): each task has a fixed cost to claim, start
 /// streaming and report. The LM head (94 MB) keeps sixteen tasks a thread: halves of it ran
 /// slower (2.34 → 2.53 ms), a late helper then holding the leader up longer.
@@ -579,8 +579,8 @@ mod tests {
         assert_eq!(span(&[job(100, 1)], 16, 3), 36);
     }
 
-    /// Whatever the thread count, the chosen tasks share the work out at least as evenly as
-    /// the finest split tried, and a lone small matrix gets one task a thread.
+    /// Whatever the thread count, the chosen tasks leave no thread more than one 16-row task
+    /// above an even share, and a lone small matrix gets one task a thread.
     #[test]
     fn chunk_rows_picks_an_even_split() {
         let t = parallel::num_threads();
