@@ -221,11 +221,12 @@ fn attend_split(
 /// `put(j, t, q_t · key(j))` for the one or four query heads `t` in `heads` and the rows
 /// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
 /// with `prefetch` four while four remain, one head four rows, the tail one row at a time; every
-/// score has `dot`'s bits. Measured in Chromium against one key row at a time: a 1,060-token prompt's attention
-/// 1.69 → 1.46 ms a token (fastest of five). A decoded token's key rows come from memory, and
-/// four rows in flight at once beat two with rows [`TOUCH_AHEAD`] touched: one thread at position
-/// ~1,000, medians of six, 2.06 → 1.81 and 2.20 → 1.91 ms a token (touching as well: 2.25). In a
-/// prompt's cached rows the sixteen chains of four rows ran slower than eight (they spill).
+/// score has `dot`'s bits. Measured in Chromium against one key row at a time: a 1,060-token
+/// prompt's attention 1.69 → 1.46 ms a token (fastest of five). A decoded token's key rows
+/// come from memory, and four rows in flight at once beat two with rows [`TOUCH_AHEAD`]
+/// touched: one thread at position ~1,000, medians of six, 2.06 → 1.81 and 2.20 → 1.91 ms a
+/// token (touching as well: 2.25). In a prompt's cached rows the sixteen chains of four rows ran
+/// slower than eight (they spill).
 #[inline(always)]
 fn head_scores<'c>(
     heads: &[f32],

@@ -479,12 +479,13 @@ fn matmul_dims(
 }
 
 /// Weight rows per parallel task over `jobs` against `act_rows` activation rows: a whole matrix
-/// on one thread, or when the work is under [`MIN_SPLIT_WORK`]; else a multiple of the thread
-/// count of tasks, up to sixteen a thread but none under [`MIN_TASK_BYTES`], so that the
-/// threads get equal shares and the task still running when the others finish is short. With
-/// several matrices a task stays within one, so the count is the one whose tasks share out
-/// most evenly ([`span`]). Whole interleaving groups either way, so an interleaved matrix's
-/// chunks start at a group.
+/// on one thread, or when the work is under [`MIN_SPLIT_WORK`]; else one task per
+/// [`MIN_TASK_BYTES`] of work, kept to one to sixteen a thread and to a multiple of the thread
+/// count, so that the threads get equal shares and the task still running when the others
+/// finish is short. With several matrices a task stays within one, so the count (up to that
+/// one) is the one whose tasks share out most evenly ([`span`]; a lone matrix skips the search,
+/// whose cost grows with the tasks). Whole interleaving groups either way, so an interleaved
+/// matrix's chunks start at a group.
 fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
     let group = super::interleave::GROUP;
     let whole = jobs.iter().map(|j| j.rows).max().unwrap_or(1).max(1);
@@ -507,12 +508,12 @@ fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
         .step_by(t)
         .map(rows_for)
         .min_by_key(|&r| (span(jobs, r, t), r))
-        .unwrap_or(whole)
+        .unwrap_or_else(|| rows_for(most))
 }
 
 /// The largest share of weight bytes any of `t` threads reads when `jobs` are cut into tasks of
 /// `rows` rows (each matrix's last one shorter) and each task goes to the thread that is free
-/// first, as the team hands them out.
+/// first, as the team hands them out (at most 64 threads modelled).
 fn span(jobs: &[Job], rows: usize, t: usize) -> usize {
     let mut loads = [0usize; 64];
     let loads = &mut loads[..t.clamp(1, 64)];
@@ -527,7 +528,7 @@ fn span(jobs: &[Job], rows: usize, t: usize) -> usize {
     loads.iter().copied().max().unwrap_or(0)
 }
 
-/// The least work a parallel matmul task is given, in weight bytes × activation rows. Measured
+/// The work (weight bytes × activation rows) that earns a parallel matmul another task. Measured
 /// in Chromium on two threads, a token's layer matvecs (0.4–1.5 MB each): in sixteen 46 KB tasks
 /// a thread as slow as on one thread; in four to eleven 128 KB tasks a loop 1.5× faster; in one
 /// task a thread (this limit) faster again, gate/up 1.01 → 0.76 and down 0.54 → 0.41 ms a token
@@ -586,6 +587,10 @@ mod tests {
         let t = parallel::num_threads();
         let qkv = [job(1024, 360), job(256, 360), job(256, 360)];
         let r = chunk_rows(&qkv, 1);
+        if t == 2 {
+            // Worked by hand: 768-row tasks give 768 | 256 + 256 + 256 rows.
+            assert_eq!(r, 768);
+        }
         if t > 1 {
             let ideal = (1536usize * 360).div_ceil(t);
             assert!(span(&qkv, r, t) <= ideal + 16 * 360, "rows {r}");
