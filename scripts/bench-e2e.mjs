@@ -6,7 +6,7 @@
 //   MODEL=gemma-3-270m-q4_k_m …                       (the downloaded Q4_K_M file; own section)
 //   LONG_RUNS=3 …   runs per side of the long prompt (the prompt ten times, 2048-token context;
 //                   default 3 for the Q4_0 file, 0 otherwise), each with its time to first token
-//   CTX4096=1 …     one memory run of ours with a 4096-token context (default on for Q4_0)
+//   CTX4096=1 …     MEM_RUNS memory runs of ours with a 4096-token context (default on for Q4_0)
 //   PAIR_RUNS=2 …   runs of two single-thread engines at once against one alone (the two-core
 //                   bound for our 2-thread ratios; default 2 when THREADS has 2, else 0)
 import { execFileSync } from "node:child_process";
@@ -226,7 +226,7 @@ try {
         record(await tryRun(side, threads, false, "long", i));
       }
     }
-    if (CTX4096) record(await tryRun("ours", threads, true, "ctx4096", 0));
+    for (let i = 0; CTX4096 && i < MEM_RUNS; i++) record(await tryRun("ours", threads, true, "ctx4096", i));
     ceilings[threads]?.push(await readCeiling(threads));
   }
   for (let i = 0; i < PAIR_RUNS; i++) pairs.push(await pairRun());
@@ -258,6 +258,7 @@ for (const side of Object.keys(SIDES)) {
             prefill: median(ok.map((r) => r.prefill)),
             decode: median(ok.map((r) => r.decode)),
             pss: mem.length ? median(mem.map((r) => mib(r.peakPssKiB))) : NaN,
+            memRuns: mem.length,
             passBytes: median(all.map((r) => r.passBytes)),
             tokens: [...new Set(all.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
           }
@@ -391,7 +392,7 @@ if (LONG_RUNS > 0) {
 }
 if (CTX4096) {
   const parts = THREADS.map((t) => cells[`ours${t}ctx4096`])
-    .map((c, k) => (c ? `${THREADS[k]} thread(s) ${fmt(c.pss, 0)} MiB = ${fmt((c.pss * 2 ** 20) / ggufBytes, 2)} × the GGUF` : null))
+    .map((c, k) => (c ? `${THREADS[k]} thread(s) ${fmt(c.pss, 0)} MiB = ${fmt((c.pss * 2 ** 20) / ggufBytes, 2)} × the GGUF (median of ${c.memRuns})` : null))
     .filter(Boolean);
   if (parts.length) lines.push("", `Ours with a 4096-token context (the bench prompt, peak PSS − empty page): ${parts.join("; ")}.`);
 }
