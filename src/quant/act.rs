@@ -30,14 +30,14 @@ pub struct Q8Act {
     sx8: Vec<i32>,
     /// `[blocks][rows]` the same sums, block-major (four rows' sums load at once).
     sx8_t: Vec<i32>,
-    /// `[rows][blocks][2][32]` each block's quants as `max(q, 0)` then `max(−q, 0)`, both in
-    /// 0..=127 (the quantizer never writes −128): the 7-bit operands the relaxed Q8_0 dot
-    /// takes. Filled only in relaxed-SIMD builds, the one reader.
-    split: Vec<u8>,
+    /// `[rows][blocks][32]` each block's quants widened to i16: the operand the relaxed build's
+    /// Q8_0 kernels multiply by (`i32x4_dot_i16x8`). Filled only in relaxed-SIMD builds, the
+    /// one reader.
+    wide: Vec<i16>,
 }
 
-/// Whether this build reads [`Q8Act`]'s sign-split quants.
-const SPLIT: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
+/// Whether this build reads [`Q8Act`]'s widened quants.
+const WIDE: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
 
 // The tables are read by the SIMD kernels only; the scalar twin reads the Q8_0 rows.
 #[cfg_attr(
@@ -63,8 +63,8 @@ impl Q8Act {
         grow(&mut self.dx_t, nb)?;
         grow(&mut self.sx8, nb)?;
         grow(&mut self.sx8_t, nb)?;
-        if SPLIT {
-            grow(&mut self.split, nb * 2 * QK)?;
+        if WIDE {
+            grow(&mut self.wide, nb * QK)?;
         }
         self.rows = rows;
         self.blocks = blocks;
@@ -90,12 +90,10 @@ impl Q8Act {
                 let sum: i32 = xb[2..].iter().map(|&q| (q as i8) as i32).sum();
                 self.sx8[r * blocks + b] = 8 * sum;
                 self.sx8_t[b * rows + r] = 8 * sum;
-                if SPLIT {
-                    let at = (r * blocks + b) * 2 * QK;
-                    let (pos, neg) = self.split[at..at + 2 * QK].split_at_mut(QK);
-                    for ((p, n), &q) in pos.iter_mut().zip(neg).zip(&xb[2..]) {
-                        let q = (q as i8).max(-127);
-                        (*p, *n) = (q.max(0) as u8, (-q).max(0) as u8);
+                if WIDE {
+                    let at = (r * blocks + b) * QK;
+                    for (v, &q) in self.wide[at..at + QK].iter_mut().zip(&xb[2..]) {
+                        *v = (q as i8) as i16;
                     }
                 }
             }
@@ -142,11 +140,10 @@ impl Q8Act {
         &self.sx8_t[..self.rows * self.blocks]
     }
 
-    /// Row `r`'s sign-split quants (relaxed-SIMD builds): 64 bytes a block, `max(q, 0)` then
-    /// `max(−q, 0)`.
+    /// Row `r`'s quants widened to i16 (relaxed-SIMD builds): 32 a block.
     #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-    pub(crate) fn split_row(&self, r: usize) -> &[u8] {
-        let n = self.blocks * 2 * QK;
-        &self.split[r * n..(r + 1) * n]
+    pub(crate) fn wide_row(&self, r: usize) -> &[i16] {
+        let n = self.blocks * QK;
+        &self.wide[r * n..(r + 1) * n]
     }
 }

@@ -6,9 +6,9 @@
 //! lanes, one instruction advances four rows' dots at once and leaves them in separate lanes: no
 //! horizontal sums, no transposes. (The kernel uses the i16-pair form and widens once per block:
 //! in Chromium on this machine it measured faster than the accumulating i32 form, decode 91 →
-//! 106 tok/s.) Q8_0's quants are signed, so there the activation takes the 7-bit side: its
-//! sign-split halves (`Q8Act::split_row`), two dots a vector, widened every vector (a full i8
-//! pair already reaches 32,512). ggml's `q4_0_4x4` repack is the native analogue.
+//! 106 tok/s.) Q8_0's quants are signed on both sides, so there each vector is widened to i16
+//! (rows 0–1, rows 2–3) and multiplied by the activation's widened word, splat the same way
+//! (`i32x4_dot_i16x8`). ggml's `q4_0_4x4` repack is the native analogue.
 //!
 //! Layout: rows `4g..4g + 4` form group `g`, which takes the same bytes as those four rows did
 //! (`4 · nb · block_bytes`, `nb` blocks a row). For each block `b` of the group:

@@ -3,7 +3,9 @@
 //! `i32x4.relaxed_dot_i8x16_i7x16_add` is only deterministic when its second operand is in
 //! 0..=127. Q4_0 nibbles are 0..=15, so `Σ (n − 8)·q8 = dot(q8, n) − dot(q8, 8)` is exact here
 //! and equals the scalar twin's integer sum; the f32 order is the shared four-lane one. The
-//! sign-split Q8_0 and the K-mix dots (`simd128_kquants`) use the same trick.
+//! K-mix dots (`simd128_kquants`) use the same trick. Q8_0's quants are signed on both sides,
+//! so its kernels multiply i16s instead (`i32x4_dot_i16x8` against the activation's widened
+//! quants, `Q8Act::wide_row`), exact and deterministic too.
 
 use core::arch::wasm32::*;
 
@@ -49,29 +51,26 @@ pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 }
 
 /// `out[r·n_w + o] = w_o · x_r` for Q8_0 weights (see `scalar::gemm_q8_0_q8_0`, same bits). Large
-/// matrices (a Q8_0 LM head) take the relaxed dot over the activation's sign-split quants
-/// (`Q8Act::split_row`: `x⁺ = max(x, 0)`, `x⁻ = max(−x, 0)`, both 7-bit), so
-/// `Σ w·x = dot(w, x⁺) − dot(w, x⁻)` is exact with two deterministic relaxed dots per sixteen
-/// bytes.
+/// matrices in the file's layout take each weight vector widened to i16 against the
+/// activation's widened quants (`Q8Act::wide_row`): four `i32x4_dot_i16x8` a block, exact.
 pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let nb = act.blocks();
     gemm_q8_0_with(w, act, out, |wr, r| {
-        let split = act.split_row(r).as_ptr();
-        let z = i32x4_splat(0);
+        let wide = act.wide_row(r).as_ptr();
         let block = |b: usize| {
-            // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks, and the split row
-            // holds 64 bytes per block.
+            // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks, and the widened row
+            // holds 32 quants per block.
             unsafe {
-                let (wb, s) = (wr.add(b * Q8_BYTES), split.add(64 * b));
-                let (w0, w1) = (
-                    v128_load(wb.add(2) as *const v128),
-                    v128_load(wb.add(18) as *const v128),
-                );
-                let dot = |q: *const u8| {
-                    let lo = i32x4_relaxed_dot_i8x16_i7x16_add(w0, v128_load(q as *const v128), z);
-                    i32x4_relaxed_dot_i8x16_i7x16_add(w1, v128_load(q.add(16) as *const v128), lo)
+                let (wb, x) = (wr.add(b * Q8_BYTES), wide.add(32 * b));
+                let half = |at: usize| {
+                    let v = v128_load(wb.add(2 + at) as *const v128);
+                    let x = |e: usize| v128_load(x.add(at + e) as *const v128);
+                    i32x4_add(
+                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(v), x(0)),
+                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(v), x(8)),
+                    )
                 };
-                i32x4_sub(dot(s), dot(s.add(32)))
+                i32x4_add(half(0), half(16))
             }
         };
         let x = act.q8_row(r).as_ptr();
@@ -159,9 +158,9 @@ pub fn gemm_q5_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_x4::<Q5_0x4>(w, act, out)
 }
 
-/// [`gemm_q4_0x4_q8_0`] for Q8_0×4 weights (see `scalar::gemm_q8_0x4_q8_0`, same bits). The
-/// quants are signed, so the activation's sign-split quants (`Q8Act::split_row`) are the 7-bit
-/// operands: `Σ w·x = Σ w·x⁺ − Σ w·x⁻`, two relaxed dots per vector of four rows' bytes.
+/// [`gemm_q4_0x4_q8_0`] for Q8_0×4 weights (see `scalar::gemm_q8_0x4_q8_0`, same bits). Both
+/// sides' quants are signed, so each vector of four rows' bytes is widened to i16 and multiplied
+/// by the activation's widened words (`i32x4_dot_i16x8`, exact).
 pub fn gemm_q8_0x4_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     gemm_x4::<Q8_0x4>(w, act, out)
 }
@@ -172,11 +171,11 @@ trait X4 {
     /// The quants' offset `o` (stored unsigned: `Σ (u − o)·x = Σ u·x − o·Σx`) over eight, the
     /// multiple of `Q8Act::sx8` (`8·Σx`) to subtract.
     const SX8_TIMES: i32;
-    /// Whether `isum` reads the activation's sign-split quants (64 bytes a block, `x⁺` then
-    /// `x⁻`) rather than its Q8_0 quants.
-    const SPLIT: bool = false;
+    /// Whether `isum` reads the activation's quants widened to i16 (`Q8Act::wide_row`, 64
+    /// bytes a block) rather than its Q8_0 quants.
+    const WIDE: bool = false;
     /// `Σ u·x` of one group block's four rows (lane = row) against the activation block at each
-    /// of `x` (its 32 quants, or with [`X4::SPLIT`] its 64 sign-split bytes).
+    /// of `x` (its 32 quants, or with [`X4::WIDE`] their 64 bytes as i16).
     ///
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at the whole activation block.
@@ -244,40 +243,34 @@ impl X4 for Q5_0x4 {
 impl X4 for Q8_0x4 {
     const DTYPE: DType = DType::Q8_0;
     const SX8_TIMES: i32 = 0;
-    const SPLIT: bool = true;
+    const WIDE: bool = true;
 
-    /// Per vector of four bytes of each row (eight a block): `dot(v, x⁺) − dot(v, x⁻)` in i16
-    /// pairs. Each dot's pair is at most 2·128·127 = 32,512 in magnitude and so is their
-    /// difference (the pair's `w·x`, as `x⁺` and `x⁻` never overlap), so nothing saturates;
-    /// widened every vector, by shifts ([`pair_sums`]).
+    /// Per vector of four bytes of each row (eight a block), widened once for all `N` rows:
+    /// rows 0–1 in the low half, 2–3 in the high, each times the activation's four widened
+    /// quants (splat as one 64-bit word) into i32 pair sums, a row's two in adjacent lanes, added
+    /// up once a block. That is two multiplies a vector, where a sign-split pair of relaxed dots
+    /// (`Σ w·x⁺ − Σ w·x⁻` in i16, then widened) took three and kept x86's vector multiplier
+    /// the limit (measured in Chromium, interleaved A/B, medians of 8: the Q8_0 LM head of
+    /// Gemma 3 Q4_K_M 8.50 → 7.30 ms a token on one thread, 4.82 → 4.23 on two).
     #[inline(always)]
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
-        let mut acc = [i32x4_splat(0); N];
+        let (mut lo, mut hi) = ([i32x4_splat(0); N], [i32x4_splat(0); N]);
         for k in 0..8 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
-            for (a, &x) in acc.iter_mut().zip(&x) {
-                let pos = v128_load32_splat(x.add(4 * k) as *const u32);
-                let neg = v128_load32_splat(x.add(32 + 4 * k) as *const u32);
-                let d = i16x8_sub(
-                    i16x8_relaxed_dot_i8x16_i7x16(v, pos),
-                    i16x8_relaxed_dot_i8x16_i7x16(v, neg),
-                );
-                *a = i32x4_add(*a, pair_sums(d));
+            let (v0, v1) = (i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v));
+            for i in 0..N {
+                let xw = v128_load64_splat(x[i].add(8 * k) as *const u64);
+                lo[i] = i32x4_add(lo[i], i32x4_dot_i16x8(v0, xw));
+                hi[i] = i32x4_add(hi[i], i32x4_dot_i16x8(v1, xw));
             }
         }
-        acc
+        core::array::from_fn(|i| {
+            i32x4_add(
+                i32x4_shuffle::<0, 2, 4, 6>(lo[i], hi[i]),
+                i32x4_shuffle::<1, 3, 5, 7>(lo[i], hi[i]),
+            )
+        })
     }
-}
-
-/// `i32x4_extadd_pairwise_i16x8` by shifts: the same sums without the multiply by ones that V8
-/// lowers the pairwise add to. Q8_0's two dots a vector keep x86's vector multiplier busy, so
-/// taking the third multiply off it paid (measured in Chromium, interleaved A/B, medians of 10:
-/// the Q8_0 LM head of Gemma 3 Q4_K_M 9.66 → 8.85 ms a token on one thread, 5.66 → 4.74 on
-/// two); the Q4_0 and Q5_0 kernels, which widen once or twice a block and are bound by their
-/// other instructions, ran slower with it.
-#[inline(always)]
-fn pair_sums(d: v128) -> v128 {
-    i32x4_add(i32x4_shr(i32x4_shl(d, 16), 16), i32x4_shr(d, 16))
 }
 
 /// The i16 pair sums of chunk `k`'s low and high quants (`lo`, `hi`: four bytes of each row)
@@ -343,8 +336,9 @@ unsafe fn group_rows<F: X4, const N: usize>(
     r0: usize,
 ) -> [v128; N] {
     // Each row's first activation block as `isum` reads it, and the bytes between blocks.
-    let (x, x_block): ([*const u8; N], usize) = if F::SPLIT {
-        (core::array::from_fn(|i| act.split_row(r0 + i).as_ptr()), 64)
+    let (x, x_block): ([*const u8; N], usize) = if F::WIDE {
+        let wide = |i: usize| act.wide_row(r0 + i).as_ptr() as *const u8;
+        (core::array::from_fn(wide), 64)
     } else {
         let first = |i: usize| act.q8().as_ptr().add((r0 + i) * nb * Q8_BYTES + 2);
         (core::array::from_fn(first), Q8_BYTES)
