@@ -64,10 +64,10 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
                 let (wb, x) = (wr.add(b * Q8_BYTES), wide.add(32 * b));
                 let half = |at: usize| {
                     let v = v128_load(wb.add(2 + at) as *const v128);
-                    let x = |e: usize| v128_load(x.add(at + e) as *const v128);
+                    let xv = |e: usize| v128_load(x.add(at + e) as *const v128);
                     i32x4_add(
-                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(v), x(0)),
-                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(v), x(8)),
+                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(v), xv(0)),
+                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(v), xv(8)),
                     )
                 };
                 i32x4_add(half(0), half(16))
@@ -248,10 +248,12 @@ impl X4 for Q8_0x4 {
     /// Per vector of four bytes of each row (eight a block), widened once for all `N` rows:
     /// rows 0–1 in the low half, 2–3 in the high, each times the activation's four widened
     /// quants (splat as one 64-bit word) into i32 pair sums, a row's two in adjacent lanes, added
-    /// up once a block. That is two multiplies a vector, where a sign-split pair of relaxed dots
-    /// (`Σ w·x⁺ − Σ w·x⁻` in i16, then widened) took three and kept x86's vector multiplier
-    /// the limit (measured in Chromium, interleaved A/B, medians of 8: the Q8_0 LM head of
-    /// Gemma 3 Q4_K_M 8.50 → 7.30 ms a token on one thread, 4.82 → 4.23 on two).
+    /// up once a block. That is two of x86's vector multiplies a vector and nothing to widen. A
+    /// sign-split pair of relaxed dots (`Σ w·x⁺ − Σ w·x⁻` in i16, the 7-bit side split) took
+    /// the same two plus a widening, which V8 makes a third multiply, and the multiplier was the
+    /// limit: widening by shifts instead took the Q8_0 LM head of Gemma 3 Q4_K_M from 9.66 to
+    /// 8.85 ms a token on one thread, and this form from 8.35 to 7.24 (5.13 → 4.34 on two;
+    /// interleaved A/Bs in Chromium, medians of 10).
     #[inline(always)]
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
         let (mut lo, mut hi) = ([i32x4_splat(0); N], [i32x4_splat(0); N]);
