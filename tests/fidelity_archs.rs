@@ -86,10 +86,11 @@ impl Parts {
         let mut bytes = bytes.to_vec();
         let g = GgufFile::parse(&bytes).unwrap();
         let cfg = Config::from_gguf(&g).unwrap();
-        let interleaved = match interleave {
-            true => Weights::interleave(&mut bytes, &g).unwrap(),
-            false => Vec::new(),
+        let which = match interleave {
+            true => kopitiam_wasm::quant::interleave::supports,
+            false => |_| false,
         };
+        let interleaved = Weights::interleave(&mut bytes, &g, which).unwrap();
         let file = Arc::new(bytes);
         let weights = Weights::load(&cfg, &g, &file, &interleaved).unwrap();
         Parts {

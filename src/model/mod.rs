@@ -23,6 +23,7 @@ pub use config::{Arch, Config};
 pub use session::Session;
 pub use transformer::Logits;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gguf::{Array, GgufFile, StrArray, Value};
 use crate::storage::{try_copy, try_vec};
@@ -46,24 +47,21 @@ impl Model {
     /// Parses and loads a GGUF file. The bytes are kept (not copied; the header is dropped from
     /// their front) as the storage of every quantized weight.
     pub fn load(bytes: Vec<u8>) -> Result<Model> {
-        Model::load_with_layout(bytes, crate::quant::interleave::ENABLED)
+        Model::load_with_layout(bytes, crate::quant::interleave::fast)
     }
 
-    /// [`Model::load`] with the weights' layout chosen by the caller rather than the build:
-    /// `interleave` rearranges the matrices of the ×4 formats four rows at a time
-    /// (`quant::interleave`, what relaxed-SIMD builds do), which every build runs (the others on
-    /// the scalar kernels) with the same bits. For tests and benchmarks.
-    pub fn load_with_layout(mut bytes: Vec<u8>, interleave: bool) -> Result<Model> {
+    /// [`Model::load`] with the weights' layout chosen by the caller rather than the build: the
+    /// matrices of the ×4 formats for which `interleave` says yes are rearranged four rows at a
+    /// time (`quant::interleave`; the build's choice is `interleave::fast`), which every build
+    /// runs (on the scalar kernels where it has no ×4 dot) with the same bits.
+    pub fn load_with_layout(mut bytes: Vec<u8>, interleave: fn(DType) -> bool) -> Result<Model> {
         let mut gguf = GgufFile::parse(&bytes)?;
         let config = Config::from_gguf(&gguf)?;
         let file_size = bytes.len();
         let head = &bytes[..gguf.data_offset.min(file_size)];
         let fingerprint = session::file_fingerprint(head, file_size);
         drop_header(&mut bytes, &mut gguf)?;
-        let interleaved = match interleave {
-            true => Weights::interleave(&mut bytes, &gguf)?,
-            false => Vec::new(),
-        };
+        let interleaved = Weights::interleave(&mut bytes, &gguf, interleave)?;
         // The data section (the header is dropped above) is owned by the weights' views.
         let weights = Weights::load(&config, &gguf, &Arc::new(bytes), &interleaved)?;
         let tokenizer = take_tokenizer(&mut gguf)?;

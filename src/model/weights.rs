@@ -19,8 +19,8 @@ use half::{bf16, f16};
 pub enum Linear {
     /// Block-quantized with a fused kernel: a view into the file.
     Quant(Tensor),
-    /// A matrix of a ×4 format interleaved four rows at a time at load (relaxed-SIMD builds, see
-    /// `quant::interleave`): a view into the file, `out` a multiple of four.
+    /// A matrix of a ×4 format interleaved four rows at a time at load (SIMD builds, see
+    /// `quant::interleave::fast`): a view into the file, `out` a multiple of four.
     Interleaved {
         dtype: DType,
         bytes: Bytes,
@@ -231,11 +231,15 @@ impl Weights {
         self.output.as_ref().unwrap_or(&self.token_embd)
     }
 
-    /// Interleaves in place every matrix of `file` in a format with a ×4 layout whose rows come in
-    /// whole groups of four (`quant::interleave`), and returns their data offsets, sorted, for
-    /// [`Weights::load`]. Tensors whose bytes overlap another's, and matrices with an inf/NaN
-    /// scale, stay as they are.
-    pub fn interleave(file: &mut [u8], g: &GgufFile) -> Result<Vec<usize>> {
+    /// Interleaves in place every matrix of `file` in a format with a ×4 layout that `which`
+    /// picks, whose rows come in whole groups of four (`quant::interleave`), and returns their
+    /// data offsets, sorted, for [`Weights::load`]. Tensors whose bytes overlap another's, and
+    /// matrices with an inf/NaN scale, stay as they are.
+    pub fn interleave(
+        file: &mut [u8],
+        g: &GgufFile,
+        which: fn(DType) -> bool,
+    ) -> Result<Vec<usize>> {
         let mut done = Vec::new();
         let mut spans = crate::storage::try_with_capacity(g.tensors.len())?;
         spans.extend(
@@ -256,6 +260,7 @@ impl Weights {
             let whole = row.and_then(|r| r.checked_mul(rows)) == Some(t.nbytes);
             if !alone
                 || !interleave::supports(t.dtype)
+                || !which(t.dtype)
                 || !whole
                 || rows == 0
                 || rows % interleave::GROUP != 0

@@ -30,14 +30,14 @@ pub struct Q8Act {
     sx8: Vec<i32>,
     /// `[blocks][rows]` the same sums, block-major (four rows' sums load at once).
     sx8_t: Vec<i32>,
-    /// `[rows][blocks][32]` each block's quants widened to i16: the operand the relaxed build's
-    /// Q8_0 kernels multiply by (`i32x4_dot_i16x8`). Filled only in relaxed-SIMD builds, the
-    /// one reader.
+    /// `[rows][blocks][32]` each block's quants widened to i16: the operand the SIMD builds'
+    /// i16-multiply kernels take (`i32x4_dot_i16x8`: `kernels::x4`, relaxed Q8_0). Filled only
+    /// in SIMD builds, the readers.
     wide: Vec<i16>,
 }
 
 /// Whether this build reads [`Q8Act`]'s widened quants.
-const WIDE: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
+const WIDE: bool = cfg!(all(target_arch = "wasm32", target_feature = "simd128"));
 
 // The tables are read by the SIMD kernels only; the scalar twin reads the Q8_0 rows.
 #[cfg_attr(
@@ -140,8 +140,8 @@ impl Q8Act {
         &self.sx8_t[..self.rows * self.blocks]
     }
 
-    /// Row `r`'s quants widened to i16 (relaxed-SIMD builds): 32 a block.
-    #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+    /// Row `r`'s quants widened to i16 (SIMD builds): 32 a block.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     pub(crate) fn wide_row(&self, r: usize) -> &[i16] {
         let n = self.blocks * QK;
         &self.wide[r * n..(r + 1) * n]

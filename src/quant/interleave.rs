@@ -1,5 +1,5 @@
 //! Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K rows interleaved four at a time ("×4"): the layout
-//! relaxed-SIMD builds put a model's matrices of those formats in at load, in place.
+//! SIMD builds put a model's matrices of those formats in at load, in place ([`fast`]).
 //!
 //! A relaxed `i8×i7` dot multiplies bytes pairwise and sums neighbours within each lane. If the
 //! bytes of lane `i` come from weight row `i` and the activation's four bytes are splat over all
@@ -8,7 +8,8 @@
 //! in Chromium on this machine it measured faster than the accumulating i32 form, decode 91 →
 //! 106 tok/s.) Q8_0's quants are signed on both sides, so there each vector is widened to i16
 //! (rows 0–1, rows 2–3) and multiplied by the activation's widened word, splat the same way
-//! (`i32x4_dot_i16x8`). ggml's `q4_0_4x4` repack is the native analogue.
+//! (`i32x4_dot_i16x8`); SIMD128 builds, which have no relaxed dot, widen Q4_0 and Q5_0 nibbles
+//! so too (`kernels::x4`). ggml's `q4_0_4x4` repack is the native analogue.
 //!
 //! Layout: rows `4g..4g + 4` form group `g`, which takes the same bytes as those four rows did
 //! (`4 · nb · block_bytes`, `nb` blocks a row). For each block `b` of the group:
@@ -82,9 +83,19 @@ pub const Q6_K_QL: usize = Q6_K_SCALES + 64;
 /// Offset of the Q6_K high bit pairs `qh` in a group block (after `ql`).
 pub const Q6_K_QH: usize = Q6_K_QL + 512;
 
-/// Whether this build interleaves the matrices of the formats above at load: relaxed-SIMD
-/// builds, whose dots read the layout directly. Elsewhere the layout only exists in tests.
-pub const ENABLED: bool = cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
+/// Whether this build interleaves `dtype`'s matrices at load, where its ×4 dot beats the file
+/// layout's: every format above in relaxed-SIMD builds; Q4_0, Q5_0 and Q8_0 in SIMD128 ones
+/// (their i16-multiply dots, `kernels::x4`; the K formats keep the file layout's dots there).
+/// Elsewhere the layout only exists in tests.
+pub fn fast(dtype: DType) -> bool {
+    if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+        supports(dtype)
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        matches!(dtype, DType::Q4_0 | DType::Q5_0 | DType::Q8_0)
+    } else {
+        false
+    }
+}
 
 /// Whether `dtype` has a ×4 layout.
 pub fn supports(dtype: DType) -> bool {

@@ -14,9 +14,9 @@
 
 use core::arch::wasm32::*;
 
-use super::relaxed::{f16x4, put_groups};
 use super::simd128::high_nibbles;
 use super::simd128_kquants::q6_k_unpack;
+use super::x4::{f16x4, put_groups};
 use crate::dtype::DType;
 use crate::quant::interleave::{
     group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q5_K_QH, Q5_K_QS, Q6_K_QH, Q6_K_QL,
@@ -84,7 +84,7 @@ fn gemm_kx4<F: KX4>(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
 }
 
 /// The four dots of one group against the `N` activation rows starting at `x`, lane = weight
-/// row (the scales are finite: see `relaxed::group_rows`).
+/// row (the scales are finite: see `x4::group_rows`).
 ///
 /// # Safety
 /// `wg` must point at one group of `nb` super-blocks and each `x` at `nb` Q8_K blocks.
