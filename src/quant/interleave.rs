@@ -83,18 +83,11 @@ pub const Q6_K_QL: usize = Q6_K_SCALES + 64;
 /// Offset of the Q6_K high bit pairs `qh` in a group block (after `ql`).
 pub const Q6_K_QH: usize = Q6_K_QL + 512;
 
-/// Whether this build interleaves `dtype`'s matrices at load, where its ×4 dot beats the file
-/// layout's: every format above in relaxed-SIMD builds; Q4_0, Q5_0 and Q8_0 in SIMD128 ones
-/// (their i16-multiply dots, `kernels::x4`; the K formats keep the file layout's dots there).
-/// Elsewhere the layout only exists in tests.
+/// Whether this build interleaves `dtype`'s matrices at load: every format above in SIMD builds,
+/// whose ×4 dots (`kernels::x4`, `kernels::kx4`) beat the file layout's. Elsewhere the layout
+/// only exists in tests.
 pub fn fast(dtype: DType) -> bool {
-    if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
-        supports(dtype)
-    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
-        matches!(dtype, DType::Q4_0 | DType::Q5_0 | DType::Q8_0)
-    } else {
-        false
-    }
+    cfg!(all(target_arch = "wasm32", target_feature = "simd128")) && supports(dtype)
 }
 
 /// Whether `dtype` has a ×4 layout.

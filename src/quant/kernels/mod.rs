@@ -21,8 +21,12 @@ pub mod simd128;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod simd128_kquants;
 
+/// The ×4 (interleaved) matmuls of both SIMD builds.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod x4;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod kx4;
 
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub mod relaxed;
@@ -38,18 +42,14 @@ pub use scalar::{
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub use kx4::gemm_kx4_q8_k;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128_kquants::{
     gemm_k_q8_k, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k,
 };
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub use x4::gemm_q8_0x4_q8_0;
 
-/// SIMD128 builds interleave only Q4_0, Q5_0 and Q8_0 (`quant::interleave::fast`); the K
-/// formats' ×4 dot there is the scalar twin's.
-#[cfg(all(
-    target_arch = "wasm32",
-    target_feature = "simd128",
-    not(target_feature = "relaxed-simd")
-))]
-pub use scalar::gemm_kx4_q8_k;
 #[cfg(all(
     target_arch = "wasm32",
     target_feature = "simd128",
@@ -59,8 +59,6 @@ pub use simd128::{
     gemm_i8, gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
     vec_dot_q8_0_q8_0,
 };
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub use x4::gemm_q8_0x4_q8_0;
 #[cfg(all(
     target_arch = "wasm32",
     target_feature = "simd128",
@@ -72,8 +70,6 @@ pub use x4::{gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0};
 pub use relaxed::{
     gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0,
 };
-#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use relaxed_kquants::gemm_kx4_q8_k;
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
 

@@ -140,7 +140,7 @@ unsafe fn add_wide<const N: usize>(
 
 /// The four rows' sums (lane = row) from [`add_wide`]'s halves.
 #[inline(always)]
-fn row_lanes((lo, hi): (v128, v128)) -> v128 {
+pub(super) fn row_lanes((lo, hi): (v128, v128)) -> v128 {
     i32x4_add(
         i32x4_shuffle::<0, 2, 4, 6>(lo, hi),
         i32x4_shuffle::<1, 3, 5, 7>(lo, hi),
