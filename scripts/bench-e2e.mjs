@@ -9,6 +9,8 @@
 //   CTX4096=1 …     MEM_RUNS memory runs of ours with a 4096-token context (default on for Q4_0)
 //   PAIR_RUNS=2 …   runs of two single-thread engines at once against one alone (the two-core
 //                   bound for our 2-thread ratios; default 2 when THREADS has 2, else 0)
+//   NO_RELAXED=1 …  ours on the builds a browser without relaxed SIMD gets (simd, threads); its
+//                   own section, the long-prompt, 4096-context and pair runs off by default
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
@@ -23,6 +25,11 @@ const MAX_TOKENS = 64;
 /** The cached GGUF to run (`MODEL=gemma-3-270m-q4_k_m` for the file people download). */
 const MODEL = process.env.MODEL ?? "gemma-3-270m-q4_0";
 const QUANT = MODEL.split("-").pop().toUpperCase();
+const NO_RELAXED = process.env.NO_RELAXED === "1";
+/** The build our side asks for: the engine's own choice, or the SIMD128 ones. */
+const ourBuild = (threads) => (NO_RELAXED ? (threads > 1 ? "threads" : "simd") : "auto");
+/** The file's default runs (the full set for Q4_0 on the default builds). */
+const FULL = QUANT === "Q4_0" && !NO_RELAXED;
 const MODEL_URL = `/models/${MODEL}.gguf`;
 const RUNS = Number(process.env.RUNS ?? 3);
 // Memory is sampled in runs of its own: reading smaps_rollup of a renderer that holds a wasm
@@ -31,9 +38,9 @@ const RUNS = Number(process.env.RUNS ?? 3);
 const MEM_RUNS = Number(process.env.MEM_RUNS ?? 1);
 const THREADS = (process.env.THREADS ?? "1,2").split(",").map(Number);
 const RUN_TIMEOUT_MS = 1000 * Number(process.env.RUN_TIMEOUT_S ?? 240);
-const LONG_RUNS = Number(process.env.LONG_RUNS ?? (QUANT === "Q4_0" ? 3 : 0));
-const CTX4096 = (process.env.CTX4096 ?? (QUANT === "Q4_0" ? "1" : "0")) === "1";
-const PAIR_RUNS = Number(process.env.PAIR_RUNS ?? (THREADS.includes(2) ? 2 : 0));
+const LONG_RUNS = Number(process.env.LONG_RUNS ?? (FULL ? 3 : 0));
+const CTX4096 = (process.env.CTX4096 ?? (FULL ? "1" : "0")) === "1";
+const PAIR_RUNS = Number(process.env.PAIR_RUNS ?? (THREADS.includes(2) && !NO_RELAXED ? 2 : 0));
 /** The prompt kinds: the bench prompt in a 1024-token context (both sides' default), the same
  * text ten times (as bench:long) in 2048, and the bench prompt in a 4096-token context. */
 const KINDS = {
@@ -78,7 +85,7 @@ async function runOnce(side, threads, memory, kind = "short") {
     const page = await context.newPage();
     page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
     page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-    const q = new URLSearchParams({ model: MODEL_URL, prompt, maxTokens: MAX_TOKENS, threads, ctx });
+    const q = new URLSearchParams({ model: MODEL_URL, prompt, maxTokens: MAX_TOKENS, threads, ctx, build: ourBuild(threads) });
     await page.goto(`${base}/www/bench/${file}?${q}`);
     try {
       await page.waitForFunction((k) => window[k], key, { timeout: RUN_TIMEOUT_MS, polling: 200 });
@@ -275,15 +282,16 @@ if (!ourRuns.length) {
 const firstText = (side, threads, kind = "short") =>
   runs.find((r) => r.side === side && r.threads === threads && r.kind === kind && !r.error)?.text;
 const lines = [
-  `## End to end: kopitiam-wasm vs wllama${QUANT === "Q4_0" ? "" : `, Gemma 3 270M ${QUANT}`}`,
+  `## End to end: kopitiam-wasm vs wllama${QUANT === "Q4_0" ? "" : `, Gemma 3 270M ${QUANT}`}${NO_RELAXED ? ", without relaxed SIMD" : ""}`,
   "",
   `\`npm run bench:e2e\`, ${new Date().toISOString().slice(0, 10)}: headless Chromium ${chromium}, ${cores} cores (${cpu}).`,
   `Gemma 3 270M ${QUANT} (${(ggufBytes / 2 ** 20).toFixed(1)} MiB GGUF) served from localhost with COOP/COEP to both`,
   `sides; one ${PROMPT.split(" ").length}-word prompt (${ourRuns[0].promptTokens} Gemma 3 tokens with BOS), raw completion, greedy, ${MAX_TOKENS}`,
   `new tokens. wllama is @wllama/wllama ${wllamaVersion} (\`loadModelFromUrl\` with n_threads, n_ctx 1024,`,
   "n_gpu_layers 0; `createCompletion` with temperature 0, top_k 1); its speeds are llama.cpp's own",
-  "`timings`. Ours is `createEngine` + `loadModel` + `complete` with a 1024-token context (1 thread: the single-thread relaxed-SIMD",
-  "build; 2: the threaded build), speeds from `stats`. *Load* is everything before the first prompt can",
+  "`timings`. Ours is `createEngine` + `loadModel` + `complete` with a 1024-token context (1 thread: the single-thread " +
+    (NO_RELAXED ? "SIMD128" : "relaxed-SIMD"),
+  `build; 2: the threaded${NO_RELAXED ? " SIMD128" : ""} build), speeds from \`stats\`. *Load* is everything before the first prompt can`,
   "run (worker and wasm start-up, download, parse, and on both sides a warm-up pass; wllama also copies the",
   "file to OPFS). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
   `workers), sampled every 100 ms, minus an empty page of the same origin (${fmt(emptyKiB / 1024)} MiB); wllama's`,
@@ -407,7 +415,8 @@ for (const r of runs) {
 const short = runs.filter((r) => !r.error && r.generatedTokens < MAX_TOKENS);
 if (short.length) lines.push("", `Stopped early (EOS) in ${short.length} run(s): ${short.map((r) => `${r.side} ×${r.threads} #${r.i + 1}`).join(", ")}.`);
 const report = lines.join("\n") + "\n";
-writeSection("BENCHMARKS.md", QUANT === "Q4_0" ? "e2e" : `e2e-${QUANT.toLowerCase()}`, report, { top: true });
+const section = (QUANT === "Q4_0" ? "e2e" : `e2e-${QUANT.toLowerCase()}`) + (NO_RELAXED ? "-simd128" : "");
+writeSection("BENCHMARKS.md", section, report, { top: true });
 console.log("\n" + report);
 for (const threads of THREADS) {
   for (const side of Object.keys(SIDES)) {
