@@ -361,8 +361,9 @@ fn chunked_prefill_equals_one_pass() {
 
 /// Tokens decoded one at a time give, bit for bit, the rows of one `Logits::All` pass over the
 /// same tokens. With more threads than rows (natively on a multi-core machine; the threaded
-/// wasm build) a decoded token's attention is spread over the threads by positions and head
-/// elements, while a prompt's rows are spread one row per thread: the two must agree. The
+/// wasm build) a decoded token's attention is spread over the threads by blocks of positions
+/// (its scores, then its weighted values), while a prompt's rows are spread one row per thread:
+/// the two must agree. The
 /// Gemma fixture has sliding-window layers and two query heads per KV head (one at a time);
 /// the llama mix has four per KV head (`dot_grid`/`axpy4`).
 #[test]

@@ -21,6 +21,12 @@ use std::sync::Mutex;
 /// Positions per chunk of [`attend_split`]'s scores.
 const POSITION_BLOCK: usize = 64;
 
+/// Positions per block of the weighted values: every path sums `Σ_j p_j v_j` block by block and
+/// adds the blocks' sums in order, so [`attend_split`] can hand the blocks to the threads with
+/// the bits of one thread's loop, and a block's rows stay in cache over the passes that
+/// [`weighted_rows4`] makes over them.
+const VALUE_BLOCK: usize = 128;
+
 /// Positions from which a lone row is split over the threads: below, handing out its chunks
 /// costs more than it saves (measured in Chromium on two threads: a token's attention at
 /// position ~100 took 1.9 ms split against 1.6 in one piece; at ~1,000, 5.7 against 7.0).
@@ -30,10 +36,10 @@ const SPLIT_FROM: usize = 3 * POSITION_BLOCK;
 #[derive(Default)]
 pub(super) struct AttnScratch {
     /// Per thread slot: `[8, context]`, the scores of the row that thread is on by head, then
-    /// the weights by position.
+    /// the weights by position; then `[4, head_dim]`, a value block's sums.
     slots: Vec<Mutex<Vec<f32>>>,
-    /// [`attend_split`]'s `[4, context]` scores by position, the same by head, and `[4,
-    /// head_dim]` output parts (only with more than one thread).
+    /// [`attend_split`]'s `[4, context]` scores by position, the same by head, and each value
+    /// block's `[4, head_dim]` sums (only with more than one thread).
     split: Vec<f32>,
 }
 
@@ -42,14 +48,21 @@ impl AttnScratch {
         let threads = parallel::num_threads();
         self.slots
             .resize_with((threads + 1).max(self.slots.len()), Default::default);
-        let scores = checked_product("attention scores", &[8, context])?;
+        let head_sums = checked_product("attention sums", &[4, cfg.head_dim])?;
+        let scores = checked_product("attention scores", &[8, context])?.saturating_add(head_sums);
         for slot in &mut self.slots {
             grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
         }
         if threads > 1 {
+            let blocks = context.div_ceil(VALUE_BLOCK).max(1);
             let split = checked_product(
                 "attention scores",
-                &[4, context.saturating_mul(2).saturating_add(cfg.head_dim)],
+                &[
+                    4,
+                    context
+                        .saturating_mul(2)
+                        .saturating_add(cfg.head_dim.saturating_mul(blocks)),
+                ],
             )?;
             grow(&mut self.split, split)?;
         }
@@ -144,7 +157,8 @@ fn attend(
 ) {
     let hd = cfg.head_dim;
     let (lo, len) = (positions.start, positions.len());
-    let (by_head, by_position) = scores.split_at_mut(4 * len);
+    let (by_head, rest) = scores.split_at_mut(4 * len);
+    let (by_position, block_sums) = rest.split_at_mut(4 * len);
     let values = cache.values(il, positions);
     for (kvh, h, take) in head_groups(cfg) {
         let kv = kvh * hd..(kvh + 1) * hd;
@@ -158,13 +172,22 @@ fn attend(
         let p = Weights::new(sc, len, take, by_position);
         let values = values.get(kv.start..).unwrap_or_default();
         let out = &mut out[h * hd..(h + take) * hd];
-        p.weigh(values, cache.kv_dim(), out, prefetch);
+        p.weigh(
+            values,
+            cache.kv_dim(),
+            out,
+            &mut block_sums[..take * hd],
+            prefetch,
+        );
     }
 }
 
 /// [`attend`] for one row with its work spread over the threads: the scores by blocks of
 /// [`POSITION_BLOCK`] positions, then the softmax on this thread, then the weighted values by
-/// blocks of each head's elements. `buf` holds `8 × positions.len() + 4 × head_dim`.
+/// blocks of [`VALUE_BLOCK`] positions, whose sums this thread adds up in order. `buf` holds
+/// `8 × positions.len() + 4 × head_dim` for each value block. (Split by each head's elements
+/// instead, the weighted values took one thread's time on two: 0.97 against 1.07 ms a token at
+/// position ~1,000.)
 #[inline(never)]
 fn attend_split(
     cfg: &Config,
@@ -180,13 +203,6 @@ fn attend_split(
     let (by_position, rest) = buf.split_at_mut(4 * len);
     let (by_head, parts) = rest.split_at_mut(4 * len);
     let values = cache.values(il, positions);
-    // Element blocks as wide as leave one for each thread (narrower blocks measured slower),
-    // of a width that divides hd.
-    let threads = parallel::num_threads();
-    let eb = [128, 64, 32, 16, 8, 4]
-        .into_iter()
-        .find(|b| hd % b == 0 && hd / b >= threads)
-        .unwrap_or(hd);
     for (kvh, h, take) in head_groups(cfg) {
         let kv = kvh * hd..(kvh + 1) * hd;
         let heads = &q[h * hd..(h + take) * hd];
@@ -204,18 +220,31 @@ fn attend_split(
             }
             softmax(row);
         }
-        // parts[c·take·eb + t·eb ..][..eb] = head t's elements c·eb.. of Σ_j p_tj v_j
+        // parts[b·take·hd..][..take·hd] = value block b's Σ_j p_tj v_j, head t's at t·hd
         let p = Weights::new(p, len, take, by_position);
-        parallel::for_each_chunk_mut(&mut parts[..take * hd], take * eb, |c, part| {
-            let values = values.get(kv.start + c * eb..).unwrap_or_default();
-            p.weigh(values, cache.kv_dim(), part, true);
+        let (w, values) = (take * hd, values.get(kv.start..).unwrap_or_default());
+        let parts = &mut parts[..value_blocks(len).len() * w];
+        parallel::for_each_chunk_mut(parts, w, |b, part| {
+            let rows = value_blocks(len).nth(b).unwrap_or_default();
+            p.weigh_rows(rows, values, cache.kv_dim(), part, true);
         });
-        for (c, part) in parts[..take * hd].chunks_exact(take * eb).enumerate() {
-            for (t, o) in part.chunks_exact(eb).enumerate() {
-                out[(h + t) * hd + c * eb..][..eb].copy_from_slice(o);
-            }
-        }
+        let out = &mut out[h * hd..(h + take) * hd];
+        out.copy_from_slice(&parts[..w]);
+        parts[w..]
+            .chunks_exact(w)
+            .for_each(|part| add_into(out, part));
     }
+}
+
+/// The blocks of [`VALUE_BLOCK`] positions of `0..len`: at least one, empty for no positions.
+fn value_blocks(len: usize) -> impl ExactSizeIterator<Item = Range<usize>> {
+    (0..len.div_ceil(VALUE_BLOCK).max(1))
+        .map(move |b| b * VALUE_BLOCK..((b + 1) * VALUE_BLOCK).min(len))
+}
+
+/// `out += part`, element by element.
+fn add_into(out: &mut [f32], part: &[f32]) {
+    out.iter_mut().zip(part).for_each(|(o, p)| *o += p);
 }
 
 /// `put(j, t, q_t · key(j))` for the one or four query heads `t` in `heads` and the rows
@@ -319,18 +348,47 @@ impl<'a> Weights<'a> {
     }
 
     /// `out_t = Σ_j p_t[j] · v_j` for each head `t`, `out` holding the heads' rows one after
-    /// another and `v_j` the row of `values` at `j · stride`.
-    fn weigh(&self, values: &[f32], stride: usize, out: &mut [f32], prefetch: bool) {
-        let w = out.len() / self.take;
-        if self.take != 4 || w == 0 {
-            return weighted_sum(&self.by_head[..self.len], values, stride, out);
+    /// another and `v_j` the row of `values` at `j · stride`: block by block ([`value_blocks`]),
+    /// each block's sums (in `block_sums`, as long as `out`) added to the first's in order.
+    fn weigh(
+        &self,
+        values: &[f32],
+        stride: usize,
+        out: &mut [f32],
+        block_sums: &mut [f32],
+        prefetch: bool,
+    ) {
+        for (b, rows) in value_blocks(self.len).enumerate() {
+            if b == 0 {
+                self.weigh_rows(rows, values, stride, out, prefetch);
+            } else {
+                self.weigh_rows(rows, values, stride, block_sums, prefetch);
+                add_into(out, block_sums);
+            }
         }
-        let mut rows = out.chunks_exact_mut(w);
+    }
+
+    /// [`Weights::weigh`] over the positions `rows` alone, in one piece.
+    fn weigh_rows(
+        &self,
+        rows: Range<usize>,
+        values: &[f32],
+        stride: usize,
+        out: &mut [f32],
+        prefetch: bool,
+    ) {
+        let w = out.len() / self.take;
+        let values = values.get(rows.start * stride..).unwrap_or_default();
+        if self.take != 4 || w == 0 {
+            return weighted_sum(&self.by_head[rows], values, stride, out);
+        }
+        let mut heads = out.chunks_exact_mut(w);
         if let (Some(o0), Some(o1), Some(o2), Some(o3)) =
-            (rows.next(), rows.next(), rows.next(), rows.next())
+            (heads.next(), heads.next(), heads.next(), heads.next())
         {
             let outs = &mut [o0, o1, o2, o3];
-            weighted_rows4(self.by_position, values, stride, outs, prefetch);
+            let p = &self.by_position[4 * rows.start..4 * rows.end];
+            weighted_rows4(p, values, stride, outs, prefetch);
         }
     }
 }
