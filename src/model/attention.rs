@@ -2,11 +2,11 @@
 //! rows, each over the positions it may see.
 //!
 //! A prompt has more rows than threads, so its rows are spread over them, one row per call of
-//! [`attend`]. A decoded token is one row: [`attend_split`] spreads that row's positions (for the
-//! scores) and each head's elements (for the weighted values) over the threads instead, which
-//! at position ~1,000 is a quarter of a two-thread token. Both compute every score and output
-//! element with the same operations in the same order, so the bits do not depend on the path
-//! or the thread count.
+//! [`attend`]. A decoded token is one row: [`attend_split`] spreads that row's positions over the
+//! threads instead (blocks of them for the scores, then for the weighted values), which at
+//! position ~1,000 is a fifth of a two-thread token. Both compute every score and output element
+//! with the same operations in the same order, so the bits do not depend on the path or the
+//! thread count.
 
 use super::config::Config;
 use super::kv_cache::KvCache;
@@ -185,7 +185,7 @@ fn attend(
 /// [`attend`] for one row with its work spread over the threads: the scores by blocks of
 /// [`POSITION_BLOCK`] positions, then the softmax on this thread, then the weighted values by
 /// blocks of [`VALUE_BLOCK`] positions, whose sums this thread adds up in order. `buf` holds
-/// `8 × positions.len() + 4 × head_dim` for each value block. (Split by each head's elements
+/// `8 × positions.len()`, and `4 × head_dim` for each value block. (Split by each head's elements
 /// instead, the weighted values took one thread's time on two: 0.97 against 1.07 ms a token at
 /// position ~1,000.)
 #[inline(never)]
