@@ -19,7 +19,7 @@ use super::relaxed_kquants::{q45_k_sums, q6_k_sums};
 use super::simd128::high_nibbles;
 use super::simd128_kquants::q6_k_unpack;
 #[cfg(not(target_feature = "relaxed-simd"))]
-use super::x4::row_lanes;
+use super::x4::{add_pair_dots, row_lanes, widen_u8};
 use super::x4::{f16x4, put_groups};
 use crate::dtype::DType;
 use crate::quant::interleave::{
@@ -281,7 +281,7 @@ unsafe fn q45_k_sums<const N: usize, const Q5: bool>(
                     false => q45_k_quants::<Q5, false>(blk, c, k),
                     true => q45_k_quants::<Q5, true>(blk, c, k),
                 };
-                add_wide(&mut acc, u, x.map(|x| x.add(4 * k)));
+                add_q8_k(&mut acc, u, x.map(|x| x.add(4 * k)));
             }
             scaled_add(&mut isum, &acc, scales[2 * c + half as usize]);
         }
@@ -309,8 +309,8 @@ unsafe fn q6_k_sums<const N: usize>(
             for q in 0..4 {
                 let x = qx.map(|x| x.add(128 * n + 32 * q + 4 * t));
                 let mut acc = [(i32x4_splat(0), i32x4_splat(0)); N];
-                add_wide(&mut acc, a[q], x);
-                add_wide(&mut acc, b[q], x.map(|x| x.add(4)));
+                add_q8_k(&mut acc, a[q], x);
+                add_q8_k(&mut acc, b[q], x.map(|x| x.add(4)));
                 scaled_add(&mut isum, &acc, scales[8 * n + t / 4 + 2 * q]);
             }
         }
@@ -318,24 +318,19 @@ unsafe fn q6_k_sums<const N: usize>(
     isum.map(row_lanes)
 }
 
-/// Adds to each `acc[i]` the i32 pair sums of the unsigned quants `u` (four of each row),
-/// widened to i16, times activation `i`'s four quants at `x[i]`, widened and splat: rows 0–1 in
-/// the first half, 2–3 in the second, a row's two pairs in adjacent lanes (`x4::row_lanes`).
+/// `x4::add_pair_dots` of the unsigned quants `u` (four of each row) against activation `i`'s
+/// four Q8_K quants at `x[i]`, widened here (Q8_K rows have no widened copy).
 ///
 /// # Safety
 /// Each `x[i]` must point at 4 readable bytes.
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
-unsafe fn add_wide<const N: usize>(acc: &mut [(v128, v128); N], u: v128, x: [*const u8; N]) {
-    let w = (u16x8_extend_low_u8x16(u), u16x8_extend_high_u8x16(u));
-    for (a, x) in acc.iter_mut().zip(x) {
-        let xw = i16x8_extend_low_i8x16(v128_load32_splat(x as *const u32));
-        a.0 = i32x4_add(a.0, i32x4_dot_i16x8(w.0, xw));
-        a.1 = i32x4_add(a.1, i32x4_dot_i16x8(w.1, xw));
-    }
+unsafe fn add_q8_k<const N: usize>(acc: &mut [(v128, v128); N], u: v128, x: [*const u8; N]) {
+    let xw = x.map(|x| i16x8_extend_low_i8x16(v128_load32_splat(x as *const u32)));
+    add_pair_dots(acc, widen_u8(u), xw);
 }
 
-/// `isum[i] += scale · acc[i]`, halves as [`add_wide`]'s.
+/// `isum[i] += scale · acc[i]`, halves as `x4::add_pair_dots`'.
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 fn scaled_add<const N: usize>(
@@ -349,7 +344,8 @@ fn scaled_add<const N: usize>(
     }
 }
 
-/// A value per row (lane = row) in [`add_wide`]'s halves' lanes: rows 0, 0, 1, 1 and 2, 2, 3, 3.
+/// A value per row (lane = row) in `x4::add_pair_dots`' halves' lanes: rows 0, 0, 1, 1 and 2, 2,
+/// 3, 3.
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 fn pair_lanes(s: v128) -> (v128, v128) {

@@ -110,17 +110,15 @@ impl<const FIFTH: bool> X4 for Nibbles<FIFTH> {
                 lo = v128_or(lo, bits_to_4(h, 2 * k as u32, sixteen));
                 hi = v128_or(hi, bits_to_4(h, 2 * k as u32 + 1, sixteen));
             }
-            let widen = |u| (u16x8_extend_low_u8x16(u), u16x8_extend_high_u8x16(u));
-            add_wide(&mut acc, widen(lo), x, 8 * k);
-            add_wide(&mut acc, widen(hi), x, 32 + 8 * k);
+            add_wide(&mut acc, widen_u8(lo), x, 8 * k);
+            add_wide(&mut acc, widen_u8(hi), x, 32 + 8 * k);
         }
         acc.map(row_lanes)
     }
 }
 
-/// Adds to each `acc[i]` the i32 pair sums of the widened weights `w` (rows 0–1, rows 2–3: four
-/// quants of each) times activation `i`'s four widened quants at byte `at` of `x[i]`, splat as
-/// one 64-bit word: lanes `2r, 2r + 1` of a half hold row `r`'s two pairs.
+/// [`add_pair_dots`] against activation `i`'s four widened quants at byte `at` of `x[i]`
+/// (`Q8Act::wide_row`), splat as one 64-bit word.
 ///
 /// # Safety
 /// Each `x[i] + at` must point at 8 readable bytes.
@@ -131,14 +129,36 @@ unsafe fn add_wide<const N: usize>(
     x: [*const u8; N],
     at: usize,
 ) {
-    for (a, x) in acc.iter_mut().zip(x) {
-        let xw = v128_load64_splat(x.add(at) as *const u64);
+    add_pair_dots(
+        acc,
+        w,
+        x.map(|x| v128_load64_splat(x.add(at) as *const u64)),
+    );
+}
+
+/// Adds to each `acc[i]` the i32 pair sums of the widened weights `w` (rows 0–1, rows 2–3: four
+/// quants of each) times `xw[i]`, activation `i`'s four quants as i16, twice: lanes `2r, 2r + 1`
+/// of a half hold row `r`'s two pairs ([`row_lanes`] adds them).
+#[inline(always)]
+pub(super) fn add_pair_dots<const N: usize>(
+    acc: &mut [(v128, v128); N],
+    w: (v128, v128),
+    xw: [v128; N],
+) {
+    for (a, xw) in acc.iter_mut().zip(xw) {
         a.0 = i32x4_add(a.0, i32x4_dot_i16x8(w.0, xw));
         a.1 = i32x4_add(a.1, i32x4_dot_i16x8(w.1, xw));
     }
 }
 
-/// The four rows' sums (lane = row) from [`add_wide`]'s halves.
+/// Unsigned quants (four of each of four rows) widened to i16: rows 0–1, rows 2–3.
+#[cfg(not(target_feature = "relaxed-simd"))]
+#[inline(always)]
+pub(super) fn widen_u8(u: v128) -> (v128, v128) {
+    (u16x8_extend_low_u8x16(u), u16x8_extend_high_u8x16(u))
+}
+
+/// The four rows' sums (lane = row) from [`add_pair_dots`]'s halves.
 #[inline(always)]
 pub(super) fn row_lanes((lo, hi): (v128, v128)) -> v128 {
     i32x4_add(
