@@ -394,23 +394,55 @@ fn decoded_tokens_equal_the_rows_of_one_pass() {
 }
 
 /// `Model::warm_up` (the engine runs it after loading) leaves nothing behind: a session's logits
-/// afterwards are the bits a session computed before it gives.
+/// afterwards are the bits a session computed before it, for SentencePiece (Gemma) and
+/// byte-level BPE with a Jinja chat template (Qwen 2).
 #[test]
 fn warm_up_changes_no_result() {
-    let model = Model::load(GEMMA.to_vec()).unwrap();
-    let prompt = model
-        .tokenizer()
-        .encode("The cat sat on the mat", true, true);
-    let logits = |model: &Model| {
-        let mut s = model.session(64).unwrap();
-        s.eval(model, &prompt, Logits::Last).unwrap().to_vec()
-    };
-    let before = logits(&model);
-    model.warm_up().unwrap();
-    let after = logits(&model);
-    assert!(before
-        .iter()
-        .zip(&after)
-        .all(|(a, b)| a.to_bits() == b.to_bits()));
-    assert_eq!(before.len(), model.config().n_vocab);
+    for file in [GEMMA, QWEN] {
+        let model = Model::load(file.to_vec()).unwrap();
+        let prompt = model
+            .tokenizer()
+            .encode("The cat sat on the mat", true, true);
+        let logits = |model: &Model| {
+            let mut s = model.session(64).unwrap();
+            s.eval(model, &prompt, Logits::Last).unwrap().to_vec()
+        };
+        let before = logits(&model);
+        model.warm_up().unwrap();
+        let after = logits(&model);
+        assert!(before
+            .iter()
+            .zip(&after)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert_eq!(before.len(), model.config().n_vocab);
+    }
+}
+
+/// The warm-up fits whatever context the file declares, down to one position (it sizes its
+/// batch, passes and generation to the room there is instead of failing the load).
+#[test]
+fn warm_up_fits_a_tiny_context() {
+    use kopitiam_wasm::gguf::{GgufFile, GgufWriter, Value};
+    let f = GgufFile::parse(GEMMA).unwrap();
+    for context in [1u32, 2, 3, 5, 9, 16] {
+        let mut w = GgufWriter::new(f.alignment);
+        for (k, v) in &f.metadata {
+            let v = if k.ends_with(".context_length") {
+                Value::U32(context)
+            } else {
+                v.clone()
+            };
+            w.add_metadata(k.clone(), v);
+        }
+        for t in &f.tensors {
+            let data = f.tensor_bytes(GEMMA, t).unwrap().to_vec();
+            w.add_tensor(t.name.clone(), t.dtype, &t.shape(), data)
+                .unwrap();
+        }
+        let model = Model::load(w.to_bytes().unwrap()).unwrap();
+        assert_eq!(model.config().context_length, context as usize);
+        model
+            .warm_up()
+            .unwrap_or_else(|e| panic!("context {context}: {e}"));
+    }
 }

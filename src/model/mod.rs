@@ -15,6 +15,7 @@ pub mod sampler;
 pub mod session;
 pub mod tokenizer;
 pub mod transformer;
+mod warm_up;
 pub mod weights;
 
 use std::sync::Arc;
@@ -127,20 +128,10 @@ impl Model {
             .fold(0u64, |a, t| a.saturating_add(t.numel() as u64))
     }
 
-    /// Runs the forward pass on a throwaway session, on this thread alone: a batch of eight
-    /// tokens and one decoded token, so every kernel a prompt and a decode step use has run. In
-    /// the browser that makes them hot, and V8 compiles their optimised code on a core our threads
-    /// leave free instead of under the first prompt, which on two threads ran 1.3–1.4 × slower
-    /// than later ones (llama.cpp warms up after loading too). About 0.1–0.2 s for Gemma 3 270M.
+    /// Runs the model once on a throwaway session, so the browser has compiled what a first
+    /// prompt runs before it comes (`warm_up.rs`; llama.cpp warms up after loading too).
     pub fn warm_up(&self) -> Result<()> {
-        let mut session = self.session(16)?;
-        let batch = session.capacity().saturating_sub(1).min(8); // a tiny context leaves fewer
-        crate::parallel::alone(|| {
-            if batch > 0 {
-                session.eval(self, &[0; 8][..batch], Logits::Last)?;
-            }
-            session.eval(self, &[0], Logits::Last).map(drop)
-        })
+        warm_up::warm_up(self)
     }
 
     /// A session with a KV cache for `context` positions (at most the trained context length).

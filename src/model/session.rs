@@ -53,9 +53,7 @@ impl Session {
         if which == Logits::Last {
             while rest.len() > PREFILL_CHUNK {
                 let (chunk, tail) = rest.split_at(PREFILL_CHUNK);
-                self.pass(chunk, |cache, s, pos0| {
-                    transformer::layers(model.config(), model.weights(), cache, s, chunk, pos0, 0)
-                })?;
+                self.eval_layers(model, chunk)?;
                 rest = tail;
             }
         }
@@ -71,6 +69,14 @@ impl Session {
     pub fn eval_last(&mut self, model: &Model, tokens: &[u32]) -> Result<(&[f32], &[u32])> {
         let len = self.eval(model, tokens, Logits::Last)?.len();
         Ok((self.scratch.logits(len), &self.tokens))
+    }
+
+    /// Evaluates `tokens` after the ones in the cache for their keys and values only (no LM
+    /// head, no logits): a long prompt's leading chunks, and the warm-up's passes.
+    pub(super) fn eval_layers(&mut self, model: &Model, tokens: &[u32]) -> Result<()> {
+        self.pass(tokens, |cache, s, pos0| {
+            transformer::layers(model.config(), model.weights(), cache, s, tokens, pos0, 0)
+        })
     }
 
     /// Runs `forward(cache, scratch, pos0)`, a forward pass over `tokens` at the next positions,

@@ -1,0 +1,76 @@
+//! The run after loading that makes the browser compile the code a first prompt needs.
+//!
+//! V8 runs a wasm function in its baseline tier until the function has done enough work, then
+//! compiles optimised code for it on a background thread. A function that first did that much
+//! work under a prompt was compiled while our threads computed: on two threads and two cores the
+//! compiler then took a core from the prompt. Traced in Chromium
+//! (`--trace-wasm-compilation-times`), after the earlier warm-up (an eight-token batch and one
+//! decode step): 32 ms of optimising compiles in the first prompt (attention 16) and 64 ms in
+//! the second (the tokenizer 35, the forward pass 27). With this one: 13, 3 and 9 ms in the
+//! first three (kernels that only a full prompt makes hot), and in fresh engines on two threads
+//! the first prompt prefilled at 778 tok/s against 736 and decoded at 214 against 205 (medians
+//! of six), for 36 ms more loading. On one thread a spare core compiles beside the prompt
+//! (its first prompt ran 2 % slower than its second), so there the warm-up stays short.
+
+use super::chat::ChatMessage;
+use super::generate::{GenerateConfig, Generation};
+use super::sampler::SamplerConfig;
+use super::Model;
+use crate::error::Result;
+
+/// Positions of the throwaway session (fewer where the model's context is shorter).
+const CONTEXT: usize = 64;
+/// Rows of the prompt-like batch.
+const BATCH: usize = 8;
+/// Decode-like passes without the LM head: they make attention hot (16 ms of compile).
+const STEPS: usize = 6;
+/// Times the chat prompt is tokenized: three did not make the tokenizer hot, six did.
+const ENCODES: usize = 6;
+/// A user turn with words, numbers, punctuation and other scripts, so the tokenizer's common
+/// paths all run.
+const TEXT: &str = "What's the capital of France? Answer in one line, then count to 1,234 \
+    (in words: one thousand two hundred thirty-four). Ünïcödé — 日本語のテキスト, ok?\n\n\
+    Paris is the capital and most populous city of France, with 2,102,650 residents in 2023.";
+
+/// Runs, on this thread alone, a batch and a two-token greedy generation (sampler, detokenizer,
+/// stop strings) on a throwaway session; with more threads also the tokenizer on a chat prompt
+/// and decode-like passes.
+pub(super) fn warm_up(model: &Model) -> Result<()> {
+    let mut session = model.session(CONTEXT)?;
+    let room = session.capacity();
+    let (encodes, steps) = if crate::parallel::num_threads() > 1 {
+        (ENCODES, STEPS)
+    } else {
+        (0, 0)
+    };
+    // A tiny context takes fewer rows: the batch, the steps, a prompt token and a decoded one.
+    let batch = room.saturating_sub(steps + 2).clamp(1, BATCH);
+    let steps = room.saturating_sub(batch + 2).min(steps);
+    crate::parallel::alone(|| {
+        let chat = [ChatMessage::new("user", TEXT)];
+        for _ in 0..encodes {
+            // A template that fails to render fails the first chat, not loading.
+            let _ = model.chat_format().tokens(&chat, true, None);
+        }
+        session.eval_layers(model, &[0; BATCH][..batch])?;
+        for _ in 0..steps {
+            session.eval_layers(model, &[0])?;
+        }
+        if room < batch + steps + 2 {
+            return Ok(());
+        }
+        let mut ids = session.tokens().to_vec();
+        ids.push(0);
+        let cfg = GenerateConfig {
+            max_tokens: 2,
+            stop: vec!["\n\n".into()],
+            sampler: SamplerConfig {
+                temperature: 0.0,
+                ..Default::default()
+            },
+        };
+        let mut generation = Generation::start(model, &mut session, &ids, cfg)?;
+        while generation.step(model, &mut session)?.is_some() {}
+        Ok(())
+    })
+}
