@@ -55,27 +55,35 @@ test("greedy generation equals llama.cpp's tokens, with load progress; threads m
 });
 
 test("Stop halts a generation", async () => {
-  const p = await browser.newPage();
   // Seed 1: the tiny model's sampled text for "a" has no end-of-generation token within 250
-  // (with seed 0 it ends after 18, so a busy machine could finish before Stop arrives).
-  await p.goto(`${base}/www/index.html?mode=complete&model=${FIXTURE}&prompt=a&maxTokens=250&seed=1`);
-  await p.waitForSelector("#generate:not([disabled])", { timeout: 30_000 });
-  // Press Stop as soon as the first generated text appears.
-  await p.evaluate(() => {
-    const out = document.querySelector(".output");
-    new MutationObserver((_, obs) => {
-      if (out.textContent.length > 1) {
-        obs.disconnect();
-        document.getElementById("stop").click();
-      }
-    }).observe(out, { childList: true, subtree: true, characterData: true });
-    document.getElementById("generate").click();
-  });
-  await p.waitForFunction(() => window.kopitiamResult && "stopped" in window.kopitiamResult, null, { timeout: 30_000 });
-  const r = await p.evaluate(() => window.kopitiamResult);
-  assert.equal(r.stopped, true);
-  assert.ok(r.tokens.length < 250, `stopped after ${r.tokens.length} tokens`);
-  assert.equal(await p.locator("#generate").isDisabled(), false, "ready for the next run");
+  // (with seed 0 it ends after 18). Those 250 tokens take a fraction of a second once the
+  // warm-up has the code compiled, so a page that stalls that long between the first token and
+  // Stop (a busy machine) sees the whole generation first: up to three tries, on fresh pages.
+  const tries = [];
+  for (let i = 0; i < 3 && !tries.at(-1)?.stopped; i++) {
+    const p = await browser.newPage();
+    await p.goto(`${base}/www/index.html?mode=complete&model=${FIXTURE}&prompt=a&maxTokens=250&seed=1`);
+    await p.waitForSelector("#generate:not([disabled])", { timeout: 30_000 });
+    // Press Stop as soon as the first generated text appears.
+    await p.evaluate(() => {
+      const out = document.querySelector(".output");
+      new MutationObserver((_, obs) => {
+        if (out.textContent.length > 1) {
+          obs.disconnect();
+          document.getElementById("stop").click();
+        }
+      }).observe(out, { childList: true, subtree: true, characterData: true });
+      document.getElementById("generate").click();
+    });
+    await p.waitForFunction(() => window.kopitiamResult && "stopped" in window.kopitiamResult, null, { timeout: 30_000 });
+    const r = await p.evaluate(() => window.kopitiamResult);
+    tries.push({ stopped: r.stopped, tokens: r.tokens.length });
+    assert.equal(await p.locator("#generate").isDisabled(), false, "ready for the next run");
+    await p.close();
+  }
+  const last = tries.at(-1);
+  assert.equal(last.stopped, true, `no try stopped: ${JSON.stringify(tries)}`);
+  assert.ok(last.tokens < 250, `stopped after ${last.tokens} tokens`);
 });
 
 test("a file that is not GGUF shows an error and the page keeps working", async () => {
