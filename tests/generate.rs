@@ -422,24 +422,17 @@ fn warm_up_changes_no_result() {
 /// batch, passes and generation to the room there is instead of failing the load).
 #[test]
 fn warm_up_fits_a_tiny_context() {
-    use kopitiam_wasm::gguf::{GgufFile, GgufWriter, Value};
+    use kopitiam_wasm::gguf::{GgufFile, Value};
     let f = GgufFile::parse(GEMMA).unwrap();
     for context in [1u32, 2, 3, 5, 9, 16] {
-        let mut w = GgufWriter::new(f.alignment);
-        for (k, v) in &f.metadata {
-            let v = if k.ends_with(".context_length") {
+        let bytes = common::rewrite_gguf(&f, GEMMA, |k, v| {
+            if k.ends_with(".context_length") {
                 Value::U32(context)
             } else {
                 v.clone()
-            };
-            w.add_metadata(k.clone(), v);
-        }
-        for t in &f.tensors {
-            let data = f.tensor_bytes(GEMMA, t).unwrap().to_vec();
-            w.add_tensor(t.name.clone(), t.dtype, &t.shape(), data)
-                .unwrap();
-        }
-        let model = Model::load(w.to_bytes().unwrap()).unwrap();
+            }
+        });
+        let model = Model::load(bytes).unwrap();
         assert_eq!(model.config().context_length, context as usize);
         model
             .warm_up()

@@ -225,8 +225,7 @@ fn attend_split(
         let (w, values) = (take * hd, values.get(kv.start..).unwrap_or_default());
         let parts = &mut parts[..value_blocks(len).len() * w];
         parallel::for_each_chunk_mut(parts, w, |b, part| {
-            let rows = value_blocks(len).nth(b).unwrap_or_default();
-            p.weigh_rows(rows, values, cache.kv_dim(), part, true);
+            p.weigh_rows(value_block(len, b), values, cache.kv_dim(), part, true);
         });
         let out = &mut out[h * hd..(h + take) * hd];
         out.copy_from_slice(&parts[..w]);
@@ -238,8 +237,12 @@ fn attend_split(
 
 /// The blocks of [`VALUE_BLOCK`] positions of `0..len`: at least one, empty for no positions.
 fn value_blocks(len: usize) -> impl ExactSizeIterator<Item = Range<usize>> {
-    (0..len.div_ceil(VALUE_BLOCK).max(1))
-        .map(move |b| b * VALUE_BLOCK..((b + 1) * VALUE_BLOCK).min(len))
+    (0..len.div_ceil(VALUE_BLOCK).max(1)).map(move |b| value_block(len, b))
+}
+
+/// Block `b` of [`value_blocks`].
+fn value_block(len: usize, b: usize) -> Range<usize> {
+    (b * VALUE_BLOCK).min(len)..((b + 1) * VALUE_BLOCK).min(len)
 }
 
 /// `out += part`, element by element.

@@ -111,3 +111,22 @@ pub fn shared_files<const N: usize>(dir: &str, names: [&str; N]) -> Option<[Vec<
     }
     files.and_then(|f| f.try_into().ok())
 }
+
+/// `f`'s metadata and tensors (read from `bytes`) written again with a fresh writer, each
+/// metadata value passed through `edit` (the identity for a plain round trip).
+pub fn rewrite_gguf(
+    f: &kopitiam_wasm::gguf::GgufFile,
+    bytes: &[u8],
+    edit: impl Fn(&str, &kopitiam_wasm::gguf::Value) -> kopitiam_wasm::gguf::Value,
+) -> Vec<u8> {
+    let mut w = kopitiam_wasm::gguf::GgufWriter::new(f.alignment);
+    for (k, v) in &f.metadata {
+        w.add_metadata(k.clone(), edit(k, v));
+    }
+    for t in &f.tensors {
+        let data = f.tensor_bytes(bytes, t).unwrap().to_vec();
+        w.add_tensor(t.name.clone(), t.dtype, &t.shape(), data)
+            .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
