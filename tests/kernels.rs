@@ -726,8 +726,9 @@ mod f32_kernels {
                 k::dot_grid(xr, [&y[..], &y2]).concat(),
                 k::dot_grid([xr[0]], [xr[1], &y, xr[2], &y2]).concat(),
                 k::dot_grid(xr, [&y[..], &y2, xr[1], xr[3]]).concat(),
+                k::dot_grid([xr[0], xr[2]], [&y[..], &y2, xr[1], xr[3]]).concat(),
             ];
-            // Every (head, row) pair of a four-head grid, row by row.
+            // Every (head, row) pair of a grid, row by row.
             fn four_heads<'a>(
                 xr: [&'a [f32]; 4],
                 rows: &[&'a [f32]],
@@ -739,6 +740,10 @@ mod f32_kernels {
                 four_heads(xr, &[&y, &y2]),
                 [xr[1], &y, xr[2], &y2].map(|r| (xr[0], r)).to_vec(),
                 four_heads(xr, &[&y, &y2, xr[1], xr[3]]),
+                [&y[..], &y2, xr[1], xr[3]]
+                    .iter()
+                    .flat_map(|r| [(xr[0], *r), (xr[2], *r)])
+                    .collect(),
             ];
             for (got, want) in grids.iter().zip(&pairs) {
                 for (i, (g, (x, r))) in got.iter().zip(want).enumerate() {
@@ -759,54 +764,70 @@ mod f32_kernels {
                 p.iter().zip(&q).all(|(u, v)| u.to_bits() == v.to_bits()),
                 "axpy4 n={n}"
             );
-            // Four heads' weights over rows of a strided buffer, against `axpy` row by row.
-            // Twenty rows: some have rows `TOUCH_AHEAD` ahead to prefetch.
-            for (rows, prefetch) in [0, 1, 3, 4, 9, 20]
-                .into_iter()
-                .flat_map(|r| [(r, false), (r, true)])
-            {
-                let stride = n + 3;
-                let values = rng.vec(rows * stride, 3.0);
-                let weights = rng.vec(4 * rows, 2.0);
-                let mut outs: Vec<Vec<f32>> = (0..4).map(|_| rng.vec(n, 3.0)).collect();
-                let [o0, o1, o2, o3] = &mut outs[..] else {
-                    unreachable!()
-                };
-                k::weighted_rows4(&weights, &values, stride, &mut [o0, o1, o2, o3], prefetch);
+            check_weighted_rows::<1>(&mut rng, n);
+            check_weighted_rows::<2>(&mut rng, n);
+            check_weighted_rows::<4>(&mut rng, n);
+        }
+    }
+
+    /// `T` heads' weights over rows of a strided buffer (`weighted_rows`), against `axpy` row
+    /// by row. Twenty rows: some have rows `TOUCH_AHEAD` ahead to prefetch.
+    fn check_weighted_rows<const T: usize>(rng: &mut Rng, n: usize) {
+        fn outputs<const T: usize>(outs: &mut [Vec<f32>]) -> [&mut [f32]; T] {
+            let mut it = outs.iter_mut();
+            core::array::from_fn(|_| it.next().unwrap().as_mut_slice())
+        }
+        for (rows, prefetch) in [0, 1, 3, 4, 9, 20]
+            .into_iter()
+            .flat_map(|r| [(r, false), (r, true)])
+        {
+            let stride = n + 3;
+            let values = rng.vec(rows * stride, 3.0);
+            let weights = rng.vec(T * rows, 2.0);
+            let mut outs: Vec<Vec<f32>> = (0..T).map(|_| rng.vec(n, 3.0)).collect();
+            k::weighted_rows(
+                &weights,
+                &values,
+                stride,
+                &mut outputs::<T>(&mut outs),
+                prefetch,
+            );
+            for (t, o) in outs.iter().enumerate() {
+                let mut want = vec![0.0; n];
+                for (j, c) in weights.chunks_exact(T).enumerate() {
+                    s::axpy(c[t], &values[j * stride..j * stride + n], &mut want);
+                }
+                assert!(
+                    o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
+                    "weighted_rows::<{T}> n={n} rows={rows} prefetch {prefetch} output {t}"
+                );
+            }
+            // `x` ending inside the last row, or before it starts: no panic, each row the
+            // elements `x` has of it.
+            let cuts = [
+                (rows * stride).checked_sub(4),
+                (rows * stride).checked_sub(stride + 1),
+            ];
+            for cut in cuts.into_iter().flatten() {
+                let short = &values[..cut];
+                let mut outs: Vec<Vec<f32>> = (0..T).map(|_| vec![0.0; n]).collect();
+                k::weighted_rows(
+                    &weights,
+                    short,
+                    stride,
+                    &mut outputs::<T>(&mut outs),
+                    prefetch,
+                );
                 for (t, o) in outs.iter().enumerate() {
                     let mut want = vec![0.0; n];
-                    for (j, c) in weights.chunks_exact(4).enumerate() {
-                        s::axpy(c[t], &values[j * stride..j * stride + n], &mut want);
+                    for (j, c) in weights.chunks_exact(T).enumerate() {
+                        let row = short.get(j * stride..).unwrap_or_default();
+                        s::axpy(c[t], &row[..n.min(row.len())], &mut want);
                     }
                     assert!(
                         o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
-                        "weighted_rows4 n={n} rows={rows} prefetch {prefetch} output {t}"
+                        "weighted_rows::<{T}> x cut at {cut}, n={n} rows={rows} prefetch {prefetch} output {t}"
                     );
-                }
-                // `x` ending inside the last row, or before it starts: no panic, each row the
-                // elements `x` has of it.
-                let cuts = [
-                    (rows * stride).checked_sub(4),
-                    (rows * stride).checked_sub(stride + 1),
-                ];
-                for cut in cuts.into_iter().flatten() {
-                    let short = &values[..cut];
-                    let mut outs: Vec<Vec<f32>> = (0..4).map(|_| vec![0.0; n]).collect();
-                    let [o0, o1, o2, o3] = &mut outs[..] else {
-                        unreachable!()
-                    };
-                    k::weighted_rows4(&weights, short, stride, &mut [o0, o1, o2, o3], prefetch);
-                    for (t, o) in outs.iter().enumerate() {
-                        let mut want = vec![0.0; n];
-                        for (j, c) in weights.chunks_exact(4).enumerate() {
-                            let row = short.get(j * stride..).unwrap_or_default();
-                            s::axpy(c[t], &row[..n.min(row.len())], &mut want);
-                        }
-                        assert!(
-                            o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
-                            "weighted_rows4 x cut at {cut}, n={n} rows={rows} prefetch {prefetch} output {t}"
-                        );
-                    }
                 }
             }
         }

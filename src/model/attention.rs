@@ -2,16 +2,17 @@
 //! rows, each over the positions it may see.
 //!
 //! A prompt has more rows than threads, so its rows are spread over them, one row per call of
-//! [`attend`]. A decoded token is one row: [`attend_split`] spreads that row's positions over the
-//! threads instead (blocks of them for the scores, then for the weighted values), which at
-//! position ~1,000 is a fifth of a two-thread token. Both compute every score and output element
-//! with the same operations in the same order, so the bits do not depend on the path or the
-//! thread count.
+//! [`attend`]. A decoded token is one row: from [`SPLIT_FROM`] positions [`attend_split`] spreads
+//! that row's positions over the threads (blocks of them for the scores, then for the weighted
+//! values), which at position ~1,000 is a fifth of a two-thread token; below, [`attend`] runs
+//! on each thread for a share of the query heads. Every path computes every score and output
+//! element with the same operations in the same order, so the bits do not depend on the path
+//! or the thread count.
 
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{axpy, axpy4, dot_grid, exp_sum, touch, weighted_rows4, TOUCH_AHEAD};
+use crate::ops::kernels::{axpy, axpy4, dot_grid, exp_sum, touch, weighted_rows, TOUCH_AHEAD};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -27,9 +28,10 @@ const POSITION_BLOCK: usize = 64;
 /// [`weighted_rows4`] makes over them.
 const VALUE_BLOCK: usize = 128;
 
-/// Positions from which a lone row is split over the threads: below, handing out its chunks
-/// costs more than it saves (measured in Chromium on two threads: a token's attention at
-/// position ~100 took 1.9 ms split against 1.6 in one piece; at ~1,000, 5.7 against 7.0).
+/// Positions from which a lone row's positions are split over the threads: below, handing out
+/// their chunks costs more than it saves (measured in Chromium on two threads: a token's
+/// attention at position ~100 took 1.9 ms split against 1.6 in one piece; at ~1,000, 5.7
+/// against 7.0), and the row's heads are split instead.
 const SPLIT_FROM: usize = 3 * POSITION_BLOCK;
 
 /// Score buffers, grown (once) for the longest context served.
@@ -92,52 +94,84 @@ pub(super) fn attention(
         };
         lo..pos + 1
     };
+    let slots = &s.slots;
+    let slot = || {
+        let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
+        slot.lock().unwrap_or_else(|e| e.into_inner())
+    };
     if att.len() / qd < parallel::num_threads() {
         for (i, out) in att.chunks_exact_mut(qd).enumerate() {
             let (q, positions) = (&q[i * qd..(i + 1) * qd], window(pos0 + i));
             if positions.len() >= SPLIT_FROM {
                 attend_split(cfg, cache, il, positions, q, out, &mut s.split);
-            } else {
-                let mut scores = s.slots[0].lock().unwrap_or_else(|e| e.into_inner());
-                attend(cfg, cache, il, positions, q, out, &mut scores, prefetch);
+                continue;
             }
+            // Each thread takes a share of the heads: at position ~100 on two threads, a
+            // token's attention took 0.48 ms on the leader alone, 0.29 so (section profile).
+            let per_share = cfg.n_head.div_ceil(parallel::num_threads()).max(1);
+            parallel::for_each_chunk_mut(out, per_share * cfg.head_dim, |c, out| {
+                let heads = c * per_share..c * per_share + out.len() / cfg.head_dim;
+                let sc = &mut slot();
+                attend(
+                    cfg,
+                    cache,
+                    il,
+                    positions.clone(),
+                    heads,
+                    q,
+                    out,
+                    sc,
+                    prefetch,
+                );
+            });
         }
         return;
     }
-    let slots = &s.slots;
     parallel::for_each_chunk_mut(att, qd, |i, out| {
-        let slot = &slots[parallel::thread_slot().min(slots.len() - 1)];
-        let mut scores = slot.lock().unwrap_or_else(|e| e.into_inner());
         let q = &q[i * qd..(i + 1) * qd];
-        let positions = window(pos0 + i);
-        attend(cfg, cache, il, positions, q, out, &mut scores, prefetch);
+        let (positions, heads) = (window(pos0 + i), 0..cfg.n_head);
+        attend(
+            cfg,
+            cache,
+            il,
+            positions,
+            heads,
+            q,
+            out,
+            &mut slot(),
+            prefetch,
+        );
     });
 }
 
-/// The query heads of each KV head in the order both paths take them: `(first head, count)`,
-/// four at a time while four remain (one key or value row then serves four heads), else one.
-fn head_groups(cfg: &Config) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
-    let group = cfg.n_head / cfg.n_head_kv;
-    (0..cfg.n_head_kv).flat_map(move |kvh| {
-        let end = (kvh + 1) * group;
-        let mut h = kvh * group;
-        std::iter::from_fn(move || {
-            (h < end).then(|| {
-                let take = if end - h >= 4 { 4 } else { 1 };
-                h += take;
-                (kvh, h - take, take)
-            })
+/// The query heads `heads` by KV head in the order every path takes them: `(KV head, first
+/// head, count)`, four at a time while four remain (one key or value row then serves four
+/// heads), then two, then one.
+fn head_groups(cfg: &Config, heads: Range<usize>) -> impl Iterator<Item = (usize, usize, usize)> {
+    let group = (cfg.n_head / cfg.n_head_kv.max(1)).max(1);
+    let mut h = heads.start;
+    std::iter::from_fn(move || {
+        let kvh = h / group;
+        let end = ((kvh + 1) * group).min(heads.end);
+        (h < end).then(|| {
+            let take = match end - h {
+                4.. => 4,
+                2 | 3 => 2,
+                _ => 1,
+            };
+            h += take;
+            (kvh, h - take, take)
         })
     })
 }
 
-/// One token's attention over `positions`: `out[h] = Σ_j softmax_j(q_h · k_j) v_j`.
-/// Query heads that share a KV head go four at a time, so each key row is read once per four
-/// heads (`dot_grid`) and each value row once per four heads and eight output elements
-/// (`weighted_rows4`); both give the same bits as one head and one position at a time.
-/// `scores` holds `8 × positions.len()`; `prefetch` says the cache rows come from memory (a
-/// decoded token's): [`head_scores`] then keeps four key rows in flight, [`weighted_rows4`]
-/// touches value rows ahead.
+/// One token's attention over `positions` for the query heads `heads` (`out` holds theirs,
+/// `q` every head's): `out[h] = Σ_j softmax_j(q_h · k_j) v_j`. Query heads that share a KV head
+/// go four (or two) at a time, so each key row is read once per four heads (`dot_grid`) and
+/// each value row once per four heads and eight output elements (`weighted_rows`); both give
+/// the same bits as one head and one position at a time. `scores` holds `8 × positions.len()`;
+/// `prefetch` says the cache rows come from memory (a decoded token's): [`head_scores`] then
+/// keeps four key rows in flight, [`weighted_rows`] touches value rows ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -150,6 +184,7 @@ fn attend(
     cache: &KvCache,
     il: usize,
     positions: Range<usize>,
+    heads: Range<usize>,
     q: &[f32],
     out: &mut [f32],
     scores: &mut [f32],
@@ -160,7 +195,8 @@ fn attend(
     let (by_head, rest) = scores.split_at_mut(4 * len);
     let (by_position, block_sums) = rest.split_at_mut(4 * len);
     let values = cache.values(il, positions);
-    for (kvh, h, take) in head_groups(cfg) {
+    let first = heads.start;
+    for (kvh, h, take) in head_groups(cfg, heads) {
         let kv = kvh * hd..(kvh + 1) * hd;
         let heads = &q[h * hd..(h + take) * hd];
         let sc = &mut by_head[..take * len];
@@ -171,7 +207,7 @@ fn attend(
         sc.chunks_exact_mut(len.max(1)).for_each(softmax);
         let p = Weights::new(sc, len, take, by_position);
         let values = values.get(kv.start..).unwrap_or_default();
-        let out = &mut out[h * hd..(h + take) * hd];
+        let out = &mut out[(h - first) * hd..(h - first + take) * hd];
         p.weigh(
             values,
             cache.kv_dim(),
@@ -203,7 +239,7 @@ fn attend_split(
     let (by_position, rest) = buf.split_at_mut(4 * len);
     let (by_head, parts) = rest.split_at_mut(4 * len);
     let values = cache.values(il, positions);
-    for (kvh, h, take) in head_groups(cfg) {
+    for (kvh, h, take) in head_groups(cfg, 0..cfg.n_head) {
         let kv = kvh * hd..(kvh + 1) * hd;
         let heads = &q[h * hd..(h + take) * hd];
         // by_position[j·take + t] = q_t · k_j
@@ -250,15 +286,15 @@ fn add_into(out: &mut [f32], part: &[f32]) {
     out.iter_mut().zip(part).for_each(|(o, p)| *o += p);
 }
 
-/// `put(j, t, q_t · key(j))` for the one or four query heads `t` in `heads` and the rows
+/// `put(j, t, q_t · key(j))` for the one, two or four query heads `t` in `heads` and the rows
 /// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
-/// with `prefetch` four while four remain, one head four rows, the tail one row at a time; every
-/// score has `dot`'s bits. Measured in Chromium against one key row at a time: a 1,060-token
-/// prompt's attention 1.69 → 1.46 ms a token (fastest of five). A decoded token's key rows
-/// come from memory, and four rows in flight at once beat two with rows [`TOUCH_AHEAD`]
-/// touched: one thread at position ~1,000, medians of six, 2.06 → 1.81 and 2.20 → 1.91 ms a
-/// token (touching as well: 2.25). In a prompt's cached rows the sixteen chains of four rows ran
-/// slower than eight (they spill).
+/// with `prefetch` four while four remain, two heads four rows, one head four rows, the tails
+/// one row at a time; every score has `dot`'s bits. Measured in Chromium against one key row at
+/// a time: a 1,060-token prompt's attention 1.69 → 1.46 ms a token (fastest of five). A decoded
+/// token's key rows come from memory, and four rows in flight at once beat two with rows
+/// [`TOUCH_AHEAD`] touched: one thread at position ~1,000, medians of six, 2.06 → 1.81 and
+/// 2.20 → 1.91 ms a token (touching as well: 2.25). In a prompt's cached rows the sixteen chains
+/// of four rows ran slower than eight (they spill).
 #[inline(always)]
 fn head_scores<'c>(
     heads: &[f32],
@@ -270,50 +306,58 @@ fn head_scores<'c>(
 ) {
     let hd = heads.len() / take;
     let mut j = 0;
-    if take == 4 {
-        let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
-        while prefetch && j + 4 <= n {
-            rows_by_four_heads::<4>(qs, &key, j, &mut put);
-            j += 4;
-        }
-        while j + 2 <= n {
-            rows_by_four_heads::<2>(qs, &key, j, &mut put);
-            j += 2;
-        }
-        for j in j..n {
-            rows_by_four_heads::<1>(qs, &key, j, &mut put);
-        }
-    } else {
-        while j + 4 <= n {
-            if prefetch {
-                (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+    match take {
+        4 => {
+            let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
+            while prefetch && j + 4 <= n {
+                rows_by_heads::<4, 4>(qs, &key, j, &mut put);
+                j += 4;
             }
-            let s = dot_grid([heads], [key(j), key(j + 1), key(j + 2), key(j + 3)]);
-            s.iter().enumerate().for_each(|(r, s)| put(j + r, 0, s[0]));
-            j += 4;
+            while j + 2 <= n {
+                rows_by_heads::<4, 2>(qs, &key, j, &mut put);
+                j += 2;
+            }
+            for j in j..n {
+                rows_by_heads::<4, 1>(qs, &key, j, &mut put);
+            }
         }
-        for j in j..n {
-            put(j, 0, dot_grid([heads], [key(j)])[0][0]);
+        2 => {
+            let qs = [&heads[..hd], &heads[hd..]];
+            while j + 4 <= n {
+                rows_by_heads::<2, 4>(qs, &key, j, &mut put);
+                j += 4;
+            }
+            for j in j..n {
+                rows_by_heads::<2, 1>(qs, &key, j, &mut put);
+            }
+        }
+        _ => {
+            while j + 4 <= n {
+                if prefetch {
+                    (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+                }
+                rows_by_heads::<1, 4>([heads], &key, j, &mut put);
+                j += 4;
+            }
+            for j in j..n {
+                rows_by_heads::<1, 1>([heads], &key, j, &mut put);
+            }
         }
     }
 }
 
-/// The four heads' scores of the `R` key rows from `j`, through `put` as [`head_scores`]'.
+/// The `H` heads' scores of the `R` key rows from `j`, through `put` as [`head_scores`]'.
 #[inline(always)]
-fn rows_by_four_heads<'c, const R: usize>(
-    qs: [&[f32]; 4],
+fn rows_by_heads<'c, const H: usize, const R: usize>(
+    qs: [&[f32]; H],
     key: &impl Fn(usize) -> &'c [f32],
     j: usize,
     put: &mut impl FnMut(usize, usize, f32),
 ) {
     let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r)));
-    s.iter().enumerate().for_each(|(r, s)| put4(put, j + r, s));
-}
-
-/// `put(j, t, s[t])` for the four heads' scores of row `j`.
-#[inline(always)]
-fn put4(put: &mut impl FnMut(usize, usize, f32), j: usize, s: &[f32; 4]) {
-    s.iter().enumerate().for_each(|(t, &v)| put(j, t, v));
+    for (r, s) in s.iter().enumerate() {
+        s.iter().enumerate().for_each(|(t, &v)| put(j + r, t, v));
+    }
 }
 
 /// Softmax in place: the row then holds the weights `p_j / Σp`.
@@ -323,8 +367,8 @@ fn softmax(row: &mut [f32]) {
     row.iter_mut().for_each(|v| *v *= inv);
 }
 
-/// A row's softmax weights for one or four heads: by head (`len` each), and for four heads also
-/// by position (`[len, 4]`, the order [`weighted_rows4`] reads).
+/// A row's softmax weights for one, two or four heads: by head (`len` each), and for more than
+/// one also by position (`[len, take]`, the order [`weighted_rows`] reads).
 struct Weights<'a> {
     by_head: &'a [f32],
     by_position: &'a [f32],
@@ -333,11 +377,11 @@ struct Weights<'a> {
 }
 
 impl<'a> Weights<'a> {
-    /// `p` holds `take` rows of `len` weights; four heads' are copied by position into `buf`
-    /// (`4 × len`).
+    /// `p` holds `take` rows of `len` weights; two or four heads' are copied by position into
+    /// `buf` (`take × len`).
     fn new(p: &'a [f32], len: usize, take: usize, buf: &'a mut [f32]) -> Weights<'a> {
-        let by_position = &mut buf[..if take == 4 { 4 * len } else { 0 }];
-        for (j, row) in by_position.chunks_exact_mut(4).enumerate() {
+        let by_position = &mut buf[..if take > 1 { take * len } else { 0 }];
+        for (j, row) in by_position.chunks_exact_mut(take).enumerate() {
             for (t, v) in row.iter_mut().enumerate() {
                 *v = p[t * len + j];
             }
@@ -380,19 +424,27 @@ impl<'a> Weights<'a> {
         out: &mut [f32],
         prefetch: bool,
     ) {
-        let w = out.len() / self.take;
         let values = values.get(rows.start * stride..).unwrap_or_default();
-        if self.take != 4 || w == 0 {
-            return weighted_sum(&self.by_head[rows], values, stride, out);
+        match self.take {
+            4 => self.weigh_heads::<4>(rows, values, stride, out, prefetch),
+            2 => self.weigh_heads::<2>(rows, values, stride, out, prefetch),
+            _ => weighted_sum(&self.by_head[rows], values, stride, out),
         }
-        let mut heads = out.chunks_exact_mut(w);
-        if let (Some(o0), Some(o1), Some(o2), Some(o3)) =
-            (heads.next(), heads.next(), heads.next(), heads.next())
-        {
-            let outs = &mut [o0, o1, o2, o3];
-            let p = &self.by_position[4 * rows.start..4 * rows.end];
-            weighted_rows4(p, values, stride, outs, prefetch);
-        }
+    }
+
+    /// [`Weights::weigh_rows`] for `T` heads, `values` starting at row `rows.start`.
+    fn weigh_heads<const T: usize>(
+        &self,
+        rows: Range<usize>,
+        values: &[f32],
+        stride: usize,
+        out: &mut [f32],
+        prefetch: bool,
+    ) {
+        let mut heads = out.chunks_exact_mut((out.len() / T).max(1));
+        let mut outs: [&mut [f32]; T] = core::array::from_fn(|_| heads.next().unwrap_or_default());
+        let p = &self.by_position[T * rows.start..T * rows.end];
+        weighted_rows(p, values, stride, &mut outs, prefetch);
     }
 }
 

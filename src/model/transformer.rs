@@ -357,9 +357,16 @@ fn feed_forward(cfg: &Config, lw: &LayerWeights, s: &mut Scratch, n: usize) -> R
     )?;
     drop(t);
     let t = profile::timer(Section::Activation);
+    // Elementwise, so any chunks do: a row each, or a lone decoded row's share per thread.
     let up = &s.up[..n * ff];
-    parallel::for_each_chunk_mut(&mut s.gate[..n * ff], ff, |i, gate| {
-        gated_activation(cfg.activation, gate, &up[i * ff..(i + 1) * ff]);
+    let threads = parallel::num_threads();
+    let chunk = if n < threads {
+        ff.div_ceil(threads).next_multiple_of(16)
+    } else {
+        ff
+    };
+    parallel::for_each_chunk_mut(&mut s.gate[..n * ff], chunk, |i, gate| {
+        gated_activation(cfg.activation, gate, &up[i * chunk..][..gate.len()]);
     });
     drop(t);
     let t = matmul_timer(Section::Down, &[&lw.w_down], n);

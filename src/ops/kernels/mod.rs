@@ -16,13 +16,13 @@ pub mod simd128;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
     argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
-    round_to_f16, sum_squares, unary, weighted_rows4,
+    round_to_f16, sum_squares, unary, weighted_rows,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128::{
     argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
-    round_to_f16, sum_squares, unary, weighted_rows4,
+    round_to_f16, sum_squares, unary, weighted_rows,
 };
 
 /// Rows ahead of the one being computed that attention's loops [`touch`]: measured in Chromium

@@ -23,21 +23,21 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
     }
 }
 
-/// `ys[t] = Σ_j a[4j + t] · x[j·stride..][..w]` for the four outputs `t` (each `w` wide), from
-/// zero, the terms in `j` order: attention's four heads weighing the value rows of their KV
-/// head, `a` their weights by position. Each output has the bits of `axpy` calls in `j` order.
+/// `ys[t] = Σ_j a[T·j + t] · x[j·stride..][..w]` for the `T` outputs `t` (each `w` wide), from
+/// zero, the terms in `j` order: attention's `T` heads of one KV head weighing its value rows,
+/// `a` their weights by position. Each output has the bits of `axpy` calls in `j` order.
 /// A row that `x` ends inside adds the elements it has, and rows past its end nothing.
 /// `prefetch` asks the SIMD version to [`touch`](super::touch) rows ahead; it changes no bits.
-pub fn weighted_rows4(
+pub fn weighted_rows<const T: usize>(
     a: &[f32],
     x: &[f32],
     stride: usize,
-    ys: &mut [&mut [f32]; 4],
+    ys: &mut [&mut [f32]; T],
     _prefetch: bool,
 ) {
     for (t, y) in ys.iter_mut().enumerate() {
         y.fill(0.0);
-        for (j, a) in a.chunks_exact(4).enumerate() {
+        for (j, a) in a.chunks_exact(T).enumerate() {
             let Some(row) = j.checked_mul(stride).and_then(|at| x.get(at..)) else {
                 break;
             };

@@ -94,41 +94,41 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
     }
 }
 
-/// See `scalar::weighted_rows4` (same bits): two vectors of each of the four outputs stay in
-/// registers over every row, so each row's eight elements are loaded once for the four heads
+/// See `scalar::weighted_rows` (same bits): two vectors of each of the `T` outputs stay in
+/// registers over every row, so each row's eight elements are loaded once for the `T` heads
 /// and the outputs are written once. (Four rows at a time into outputs in memory, as before,
 /// loaded and stored the outputs for every four rows: 0.040 → 0.037 ms over 512 rows.) With
 /// `prefetch`, the first pass over the rows [`touch`](super::touch)es the `w` elements of the
 /// row [`TOUCH_AHEAD`](super::TOUCH_AHEAD) ahead, so the later passes find them cached.
-pub fn weighted_rows4(
+pub fn weighted_rows<const T: usize>(
     a: &[f32],
     x: &[f32],
     stride: usize,
-    ys: &mut [&mut [f32]; 4],
+    ys: &mut [&mut [f32]; T],
     prefetch: bool,
 ) {
-    let w = ys[0].len();
-    let end = (a.len() / 4)
+    let w = ys.first().map_or(0, |y| y.len());
+    let end = (a.len() / T.max(1))
         .checked_sub(1)
         .map_or(Some(0), |last| last.checked_mul(stride)?.checked_add(w));
-    if ys.iter().any(|y| y.len() != w) || end.is_none_or(|end| end > x.len()) {
-        return super::scalar::weighted_rows4(a, x, stride, ys, prefetch);
+    if T == 0 || ys.iter().any(|y| y.len() != w) || end.is_none_or(|end| end > x.len()) {
+        return super::scalar::weighted_rows(a, x, stride, ys, prefetch);
     }
-    let n = a.len() / 4;
+    let n = a.len() / T;
     let touch_ahead = |j: usize| {
         let at = (j + super::TOUCH_AHEAD < n).then(|| (j + super::TOUCH_AHEAD) * stride);
         super::touch(at.and_then(|at| x.get(at..at + w)).unwrap_or_default());
     };
-    let yp: [*mut f32; 4] = core::array::from_fn(|t| ys[t].as_mut_ptr());
+    let yp: [*mut f32; T] = core::array::from_fn(|t| ys[t].as_mut_ptr());
     let mut e = 0;
     // SAFETY: row `j`'s elements `e..e + 8` (or `+ 4`) end at `j·stride + w` at most, within
     // `x` (checked above), and each output has `w` elements.
     unsafe {
         while e + 8 <= w {
             let sums = if e == 0 && prefetch {
-                rows_times_weights::<2>(a, x.as_ptr(), stride, touch_ahead)
+                rows_times_weights::<T, 2>(a, x.as_ptr(), stride, touch_ahead)
             } else {
-                rows_times_weights::<2>(a, x.as_ptr().add(e), stride, |_| {})
+                rows_times_weights::<T, 2>(a, x.as_ptr().add(e), stride, |_| {})
             };
             for (t, s) in sums.iter().enumerate() {
                 store_at(yp[t], e, s[0]);
@@ -137,7 +137,7 @@ pub fn weighted_rows4(
             e += 8;
         }
         if e + 4 <= w {
-            let sums = rows_times_weights::<1>(a, x.as_ptr().add(e), stride, |_| {});
+            let sums = rows_times_weights::<T, 1>(a, x.as_ptr().add(e), stride, |_| {});
             for (t, s) in sums.iter().enumerate() {
                 store_at(yp[t], e, s[0]);
             }
@@ -146,7 +146,7 @@ pub fn weighted_rows4(
     }
     for (t, y) in ys.iter_mut().enumerate() {
         y[e..].fill(0.0);
-        for (j, a) in a.chunks_exact(4).enumerate() {
+        for (j, a) in a.chunks_exact(T).enumerate() {
             for (y, x) in y[e..].iter_mut().zip(&x[j * stride + e..]) {
                 *y += a[t] * x;
             }
@@ -154,21 +154,21 @@ pub fn weighted_rows4(
     }
 }
 
-/// `Σ_j a[4j + t] · x[j·stride..][..4·C]` for the four `t`, as `C` vectors each, calling
-/// `before_row(j)` before row `j`.
+/// `Σ_j a[T·j + t] · x[j·stride..][..4·C]` for the `T` outputs `t`, as `C` vectors each,
+/// calling `before_row(j)` before row `j`.
 ///
 /// # Safety
-/// `x + j·stride` must have `4·C` readable f32s for every `j < a.len() / 4`.
+/// `x + j·stride` must have `4·C` readable f32s for every `j < a.len() / T`.
 #[inline(always)]
-unsafe fn rows_times_weights<const C: usize>(
+unsafe fn rows_times_weights<const T: usize, const C: usize>(
     a: &[f32],
     x: *const f32,
     stride: usize,
     before_row: impl Fn(usize),
-) -> [[v128; C]; 4] {
-    let mut acc = [[f32x4_splat(0.0); C]; 4];
+) -> [[v128; C]; T] {
+    let mut acc = [[f32x4_splat(0.0); C]; T];
     let mut row = x;
-    for (j, a) in a.chunks_exact(4).enumerate() {
+    for (j, a) in a.chunks_exact(T).enumerate() {
         before_row(j);
         let xv: [v128; C] = core::array::from_fn(|c| load_at(row, 4 * c));
         for (t, acc) in acc.iter_mut().enumerate() {
