@@ -148,7 +148,11 @@ pub(super) fn attention(
 /// head, count)`, four at a time while four remain (one key or value row then serves four
 /// heads), then two, then one.
 fn head_groups(cfg: &Config, heads: Range<usize>) -> impl Iterator<Item = (usize, usize, usize)> {
-    let group = (cfg.n_head / cfg.n_head_kv.max(1)).max(1);
+    groups_of((cfg.n_head / cfg.n_head_kv.max(1)).max(1), heads)
+}
+
+/// [`head_groups`] with `group` query heads per KV head.
+fn groups_of(group: usize, heads: Range<usize>) -> impl Iterator<Item = (usize, usize, usize)> {
     let mut h = heads.start;
     std::iter::from_fn(move || {
         let kvh = h / group;
@@ -462,5 +466,23 @@ fn weighted_sum(p: &[f32], values: &[f32], stride: usize, o: &mut [f32]) {
     }
     for (j, &c) in p.iter().enumerate().skip(j) {
         axpy(c, value(j), o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::groups_of;
+
+    /// A thread's share of the heads may start and end inside a KV head's group (here three
+    /// query heads a KV head, the share 4..10); groups never cross either edge.
+    #[test]
+    fn head_groups_stay_within_a_kv_head_and_the_share() {
+        let got: Vec<_> = groups_of(3, 4..10).collect();
+        assert_eq!(got, [(1, 4, 2), (2, 6, 2), (2, 8, 1), (3, 9, 1)]);
+        let got: Vec<_> = groups_of(8, 0..8).collect();
+        assert_eq!(got, [(0, 0, 4), (0, 4, 4)]);
+        let got: Vec<_> = groups_of(7, 7..14).collect();
+        assert_eq!(got, [(1, 7, 4), (1, 11, 2), (1, 13, 1)]);
+        assert_eq!(groups_of(4, 2..2).count(), 0);
     }
 }
