@@ -34,6 +34,8 @@ pub struct Q8Act {
     /// i16-multiply kernels take (`i32x4_dot_i16x8`: `kernels::x4`, relaxed Q8_0). Filled only
     /// in SIMD builds, the readers.
     wide: Vec<i16>,
+    /// Rows of `wide` the last `prepare` filled (none when no kernel of its call reads them).
+    wide_rows: usize,
 }
 
 /// Whether this build reads [`Q8Act`]'s widened quants.
@@ -48,6 +50,14 @@ impl Q8Act {
     /// Quantizes `x` (`rows × n_in`, `n_in` a multiple of 32) and fills the side tables. Buffers
     /// grow once and are reused, so a decode loop allocates nothing.
     pub fn prepare(&mut self, x: &[f32], n_in: usize) -> Result<()> {
+        self.prepare_with(x, n_in, true)
+    }
+
+    /// [`Q8Act::prepare`], the widened quants only with `wide` (where a kernel of the call reads
+    /// them, `kernels::reads_wide`): the relaxed build's Q4_0 and Q5_0 kernels do not, and
+    /// filling them for every matmul of a prompt was serial work on two threads (section profile,
+    /// Q4_0 prefill at 196–220 GOP/s filling them, 232–234 not).
+    pub(crate) fn prepare_with(&mut self, x: &[f32], n_in: usize, wide: bool) -> Result<()> {
         if n_in == 0 || n_in % QK != 0 || x.len() % n_in != 0 {
             return Err(Error::shape(
                 "Q8Act::prepare",
@@ -58,45 +68,52 @@ impl Q8Act {
         let (rows, blocks) = (x.len() / n_in, n_in / QK);
         let nb = rows * blocks;
         let row_bytes = blocks * DType::Q8_0.block_bytes();
+        let wide = wide && WIDE;
         grow(&mut self.q8, rows * row_bytes)?;
         grow(&mut self.dx, nb)?;
         grow(&mut self.dx_t, nb)?;
         grow(&mut self.sx8, nb)?;
         grow(&mut self.sx8_t, nb)?;
-        if WIDE {
+        if wide {
             grow(&mut self.wide, nb * QK)?;
         }
         self.rows = rows;
         self.blocks = blocks;
-        // The rows quantize apart, so a prompt's are spread over the threads (on one, the
-        // others waited at every matmul of a prompt); the side tables follow.
+        self.wide_rows = 0;
+        let tables = RowTables {
+            dx: self.dx.as_mut_ptr(),
+            sx8: self.sx8.as_mut_ptr(),
+            wide: wide.then_some(self.wide.as_mut_ptr()),
+            blocks,
+        };
+        // The rows quantize apart, so a prompt's are spread over the threads with their side
+        // tables (on one, the others waited at every matmul of a prompt).
         let per = parallel::rows_per_task(rows);
         parallel::for_each_chunk_mut(
             &mut self.q8[..rows * row_bytes],
             per * row_bytes,
             |c, q8| {
                 let xs = x[c * per * n_in..].chunks_exact(n_in);
-                for (q, xr) in q8.chunks_exact_mut(row_bytes).zip(xs) {
+                for (i, (q, xr)) in q8.chunks_exact_mut(row_bytes).zip(xs).enumerate() {
                     quantize_row_q8_0(xr, q);
+                    // SAFETY: row `c·per + i` is this call's alone (its chunk of `q8`), and the
+                    // tables were grown to `rows` rows above.
+                    unsafe { tables.fill_row(c * per + i, q) };
                 }
             },
         );
-        for r in 0..rows {
-            let q8 = &self.q8[r * row_bytes..(r + 1) * row_bytes];
-            for (b, xb) in q8.chunks_exact(DType::Q8_0.block_bytes()).enumerate() {
-                let d = f16_to_f32(u16::from_le_bytes([xb[0], xb[1]]));
-                self.dx[r * blocks + b] = d;
-                self.dx_t[b * rows + r] = d;
-                let sum: i32 = xb[2..].iter().map(|&q| (q as i8) as i32).sum();
-                self.sx8[r * blocks + b] = 8 * sum;
-                self.sx8_t[b * rows + r] = 8 * sum;
-                if WIDE {
-                    let at = (r * blocks + b) * QK;
-                    for (v, &q) in self.wide[at..at + QK].iter_mut().zip(&xb[2..]) {
-                        *v = (q as i8) as i16;
-                    }
-                }
+        for (r, (dx, sx8)) in self.dx[..nb]
+            .chunks_exact(blocks)
+            .zip(self.sx8[..nb].chunks_exact(blocks))
+            .enumerate()
+        {
+            for b in 0..blocks {
+                self.dx_t[b * rows + r] = dx[b];
+                self.sx8_t[b * rows + r] = sx8[b];
             }
+        }
+        if wide {
+            self.wide_rows = rows;
         }
         Ok(())
     }
@@ -140,10 +157,52 @@ impl Q8Act {
         &self.sx8_t[..self.rows * self.blocks]
     }
 
-    /// Row `r`'s quants widened to i16 (SIMD builds): 32 a block.
+    /// Row `r`'s quants widened to i16 (SIMD builds): 32 a block. Only after a `prepare` that
+    /// filled them; a kernel reading them otherwise is a bug that `kernels::reads_wide` let
+    /// through, and stops here rather than reading another call's rows.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     pub(crate) fn wide_row(&self, r: usize) -> &[i16] {
+        assert!(r < self.wide_rows, "widened quants not prepared");
         let n = self.blocks * QK;
         &self.wide[r * n..(r + 1) * n]
+    }
+}
+
+/// The row-major side tables of a [`Q8Act`], for the threads quantizing its rows to fill each
+/// row's entries beside its quants.
+struct RowTables {
+    dx: *mut f32,
+    sx8: *mut i32,
+    wide: Option<*mut i16>,
+    blocks: usize,
+}
+
+// SAFETY: `fill_row`'s callers write disjoint rows, and the tables outlive the parallel loop
+// (`prepare_with` holds them borrowed throughout).
+unsafe impl Sync for RowTables {}
+
+impl RowTables {
+    /// Row `r`'s block scales, `8·Σx` and widened quants from its Q8_0 blocks `q8`.
+    ///
+    /// # Safety
+    /// Row `r` must exist in every table, and no other thread may access it meanwhile.
+    unsafe fn fill_row(&self, r: usize, q8: &[u8]) {
+        let n = self.blocks;
+        let dx = core::slice::from_raw_parts_mut(self.dx.add(r * n), n);
+        let sx8 = core::slice::from_raw_parts_mut(self.sx8.add(r * n), n);
+        let mut wide = self
+            .wide
+            .map(|w| core::slice::from_raw_parts_mut(w.add(r * n * QK), n * QK));
+        for (b, xb) in q8.chunks_exact(DType::Q8_0.block_bytes()).enumerate() {
+            dx[b] = f16_to_f32(u16::from_le_bytes([xb[0], xb[1]]));
+            sx8[b] = 8 * xb[2..].iter().map(|&q| (q as i8) as i32).sum::<i32>();
+            if let Some(wide) = wide.as_deref_mut() {
+                let quants = xb[2..].iter().map(|&q| (q as i8) as i16);
+                wide[b * QK..(b + 1) * QK]
+                    .iter_mut()
+                    .zip(quants)
+                    .for_each(|(v, q)| *v = q);
+            }
+        }
     }
 }

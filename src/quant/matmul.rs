@@ -224,8 +224,12 @@ pub fn matmul_weights(
         xq,
         blocks,
     } = scratch;
-    let acts = prepare_acts(x, n_in, fused, q8, xq)?;
-    run_jobs(&ws[..weights.len()], &acts, blocks, outs)
+    let jobs = &ws[..weights.len()];
+    let wide = jobs
+        .iter()
+        .any(|j| kernels::reads_wide(j.dtype, j.interleaved));
+    let acts = prepare_acts(x, n_in, fused, wide, q8, xq)?;
+    run_jobs(jobs, &acts, blocks, outs)
 }
 
 /// Most weights [`matmul_many`] runs as one job.
@@ -282,16 +286,18 @@ impl Acts<'_> {
 }
 
 /// Quantizes `x` (`rows × n_in`) once to the activation format of `fused`: Q8_0 with the Q4_0
-/// side tables into `q8`, any other format (Q8_K) as plain rows into `xq`.
+/// side tables into `q8` (the widened quants with `wide`), any other format (Q8_K) as plain rows
+/// into `xq`.
 fn prepare_acts<'s>(
     x: &[f32],
     n_in: usize,
     fused: FusedDot,
+    wide: bool,
     q8: &'s mut Q8Act,
     xq: &'s mut Vec<u8>,
 ) -> Result<Acts<'s>> {
     if fused.act == DType::Q8_0 {
-        q8.prepare(x, n_in)?;
+        q8.prepare_with(x, n_in, wide)?;
         return Ok(Acts::Q8_0(q8));
     }
     let row_bytes = fused.act.storage_bytes(n_in)?;

@@ -13,6 +13,8 @@
 //! (`quant::interleave`) keep their format's order per output, so they give the bits of the
 //! file's layout.
 
+use crate::dtype::DType;
+
 pub mod scalar;
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -72,6 +74,23 @@ pub use relaxed::{
 };
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
+
+/// Whether this build's matmul kernel for `dtype` weights (`interleaved`: the ×4 layout) against
+/// Q8_0 activations reads their quants widened to i16 (`Q8Act::wide_row`): SIMD128's ×4
+/// kernels multiply i16s, and so do the relaxed build's Q8_0 ones (also Q5_0 in the file's
+/// layout, which runs as Q8_0); its Q4_0 and Q5_0 ×4 kernels take relaxed `i8×i7` dots.
+pub fn reads_wide(dtype: DType, interleaved: bool) -> bool {
+    if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+        matches!(
+            (dtype, interleaved),
+            (DType::Q8_0, _) | (DType::Q5_0, false)
+        )
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        interleaved && matches!(dtype, DType::Q4_0 | DType::Q5_0 | DType::Q8_0)
+    } else {
+        false
+    }
+}
 
 /// Which kernel family this build runs: `"scalar"`, `"simd128"` or `"relaxed-simd"`.
 pub const KERNELS: &str = if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
