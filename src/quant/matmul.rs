@@ -301,11 +301,17 @@ fn prepare_acts<'s>(
         return Ok(Acts::Q8_0(q8));
     }
     let row_bytes = fused.act.storage_bytes(n_in)?;
-    let need = (x.len() / n_in) * row_bytes;
+    let rows = x.len() / n_in;
+    let need = rows * row_bytes;
     try_grow(xq, need)?;
-    for (xr, qr) in x.chunks_exact(n_in).zip(xq.chunks_exact_mut(row_bytes)) {
-        (fused.quantize_act)(xr, qr);
-    }
+    // A prompt's rows spread over the threads, as `Q8Act::prepare` spreads its own.
+    let per = parallel::rows_per_task(rows);
+    parallel::for_each_chunk_mut(&mut xq[..need], per * row_bytes, |c, q| {
+        let xs = x[c * per * n_in..].chunks_exact(n_in);
+        for (qr, xr) in q.chunks_exact_mut(row_bytes).zip(xs) {
+            (fused.quantize_act)(xr, qr);
+        }
+    });
     Ok(Acts::Rows {
         bytes: &xq[..need],
         row_bytes,
