@@ -93,10 +93,11 @@ struct RopeParams<'a> {
 /// Fills `table` (`[n, n_rot/2, 2]`) with `(cos θ_i, sin θ_i)` for positions `pos0..pos0 + n`,
 /// θ built as ggml builds its cache: a running product `θ'_0 = pos`, `θ'_{i+1} = θ'_i ·
 /// base^(-2/n_rot)`, then `θ_i = freq_scale · (θ'_i / factor_i)` (exact when both are 1).
-/// Computed once per forward call and shared by every layer and head.
+/// Computed once per forward call and shared by every layer and head; a prompt's rows on every
+/// thread (its sines and cosines were serial work on two threads).
 fn rope_table(table: &mut [f32], pos0: usize, n: usize, p: &RopeParams) {
     let theta_scale = p.base.powf(-2.0 / p.n_rot as f32);
-    for (i, row) in table.chunks_exact_mut(p.n_rot).take(n).enumerate() {
+    by_rows(&mut table[..n * p.n_rot], p.n_rot, |i, row| {
         let mut theta = (pos0 + i) as f32;
         for (k, cs) in row.chunks_exact_mut(2).enumerate() {
             let factor = p.factors.and_then(|f| f.get(k)).copied().unwrap_or(1.0);
@@ -105,7 +106,7 @@ fn rope_table(table: &mut [f32], pos0: usize, n: usize, p: &RopeParams) {
             cs[1] = s;
             theta *= theta_scale;
         }
-    }
+    });
 }
 
 /// Rotates the first `cs.len()` dimensions of one head in place with one position's
