@@ -25,7 +25,7 @@ const POSITION_BLOCK: usize = 64;
 /// Positions per block of the weighted values: every path sums `Σ_j p_j v_j` block by block and
 /// adds the blocks' sums in order, so [`attend_split`] can hand the blocks to the threads with
 /// the bits of one thread's loop, and a block's rows stay in cache over the passes that
-/// [`weighted_rows4`] makes over them.
+/// [`weighted_rows`] makes over them.
 const VALUE_BLOCK: usize = 128;
 
 /// Positions from which a lone row's positions are split over the threads: below, handing out
