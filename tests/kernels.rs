@@ -784,14 +784,11 @@ mod f32_kernels {
             let stride = n + 3;
             let values = rng.vec(rows * stride, 3.0);
             let weights = rng.vec(T * rows, 2.0);
+            let run = |x: &[f32], outs: &mut [Vec<f32>]| {
+                k::weighted_rows(&weights, x, stride, &mut outputs::<T>(outs), prefetch)
+            };
             let mut outs: Vec<Vec<f32>> = (0..T).map(|_| rng.vec(n, 3.0)).collect();
-            k::weighted_rows(
-                &weights,
-                &values,
-                stride,
-                &mut outputs::<T>(&mut outs),
-                prefetch,
-            );
+            run(&values, &mut outs);
             for (t, o) in outs.iter().enumerate() {
                 let mut want = vec![0.0; n];
                 for (j, c) in weights.chunks_exact(T).enumerate() {
@@ -811,13 +808,7 @@ mod f32_kernels {
             for cut in cuts.into_iter().flatten() {
                 let short = &values[..cut];
                 let mut outs: Vec<Vec<f32>> = (0..T).map(|_| vec![0.0; n]).collect();
-                k::weighted_rows(
-                    &weights,
-                    short,
-                    stride,
-                    &mut outputs::<T>(&mut outs),
-                    prefetch,
-                );
+                run(short, &mut outs);
                 for (t, o) in outs.iter().enumerate() {
                     let mut want = vec![0.0; n];
                     for (j, c) in weights.chunks_exact(T).enumerate() {

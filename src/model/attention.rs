@@ -429,27 +429,27 @@ impl<'a> Weights<'a> {
         prefetch: bool,
     ) {
         let values = values.get(rows.start * stride..).unwrap_or_default();
+        let by_position = |t: usize| &self.by_position[t * rows.start..t * rows.end];
         match self.take {
-            4 => self.weigh_heads::<4>(rows, values, stride, out, prefetch),
-            2 => self.weigh_heads::<2>(rows, values, stride, out, prefetch),
-            _ => weighted_sum(&self.by_head[rows], values, stride, out),
+            4 => weighted_heads::<4>(by_position(4), values, stride, out, prefetch),
+            2 => weighted_heads::<2>(by_position(2), values, stride, out, prefetch),
+            _ => weighted_sum(&self.by_head[rows.clone()], values, stride, out),
         }
     }
+}
 
-    /// [`Weights::weigh_rows`] for `T` heads, `values` starting at row `rows.start`.
-    fn weigh_heads<const T: usize>(
-        &self,
-        rows: Range<usize>,
-        values: &[f32],
-        stride: usize,
-        out: &mut [f32],
-        prefetch: bool,
-    ) {
-        let mut heads = out.chunks_exact_mut((out.len() / T).max(1));
-        let mut outs: [&mut [f32]; T] = core::array::from_fn(|_| heads.next().unwrap_or_default());
-        let p = &self.by_position[T * rows.start..T * rows.end];
-        weighted_rows(p, values, stride, &mut outs, prefetch);
-    }
+/// [`weighted_rows`] for `T` heads whose outputs lie one after another in `out`, `p` their
+/// weights by position.
+fn weighted_heads<const T: usize>(
+    p: &[f32],
+    values: &[f32],
+    stride: usize,
+    o: &mut [f32],
+    prefetch: bool,
+) {
+    let mut heads = o.chunks_exact_mut((o.len() / T).max(1));
+    let mut outs: [&mut [f32]; T] = core::array::from_fn(|_| heads.next().unwrap_or_default());
+    weighted_rows(p, values, stride, &mut outs, prefetch);
 }
 
 /// `o = Σ_j p[j] · v_j`, `v_j` the row of `values` at `j · stride`: four positions at a time
