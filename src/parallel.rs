@@ -139,8 +139,28 @@ where
 
 /// Rows a task of a row-wise loop over `rows` rows takes: four tasks a thread, so a thread
 /// that falls behind leaves little for the others to wait on; at least one.
-pub fn rows_per_task(rows: usize) -> usize {
+fn rows_per_task(rows: usize) -> usize {
     rows.div_ceil(4 * num_threads()).max(1)
+}
+
+/// Calls `f(i, row)` for each `width`-long row `i` of `data`, a few rows a task over the threads
+/// ([`rows_per_task`]): a prompt's row-wise steps (norms, RoPE, quantizing activations). On one
+/// thread, two threads' prompts spent 4 % of their time in norms and RoPE alone (section
+/// profile), the other thread waiting. A lone row runs inline.
+pub fn for_each_row<T: Send>(
+    data: &mut [T],
+    width: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    if width == 0 {
+        return;
+    }
+    let per = rows_per_task(data.len() / width);
+    for_each_chunk_mut(data, per * width, |c, chunk| {
+        for (i, row) in chunk.chunks_exact_mut(width).enumerate() {
+            f(c * per + i, row);
+        }
+    });
 }
 
 /// Runs `f` with every parallel loop it starts kept on this thread, leaving the other cores

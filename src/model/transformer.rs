@@ -94,10 +94,10 @@ struct RopeParams<'a> {
 /// θ built as ggml builds its cache: a running product `θ'_0 = pos`, `θ'_{i+1} = θ'_i ·
 /// base^(-2/n_rot)`, then `θ_i = freq_scale · (θ'_i / factor_i)` (exact when both are 1).
 /// Computed once per forward call and shared by every layer and head; a prompt's rows on every
-/// thread (its sines and cosines were serial work on two threads).
+/// thread.
 fn rope_table(table: &mut [f32], pos0: usize, n: usize, p: &RopeParams) {
     let theta_scale = p.base.powf(-2.0 / p.n_rot as f32);
-    by_rows(&mut table[..n * p.n_rot], p.n_rot, |i, row| {
+    parallel::for_each_row(&mut table[..n * p.n_rot], p.n_rot, |i, row| {
         let mut theta = (pos0 + i) as f32;
         for (k, cs) in row.chunks_exact_mut(2).enumerate() {
             let factor = p.factors.and_then(|f| f.get(k)).copied().unwrap_or(1.0);
@@ -232,20 +232,8 @@ fn embed(cfg: &Config, w: &Weights, tokens: &[u32], x: &mut [f32]) -> Result<()>
 /// `xb[i] = rms_norm(x[i]) · weight` for the first `n` rows.
 fn norm_rows(x: &[f32], weight: &[f32], eps: f32, xb: &mut [f32], n: usize) {
     let d = weight.len();
-    by_rows(&mut xb[..n * d], d, |i, yr| {
+    parallel::for_each_row(&mut xb[..n * d], d, |i, yr| {
         rms_norm_row(&x[i * d..(i + 1) * d], weight, eps, yr)
-    });
-}
-
-/// `f(i, row)` for each `width`-long row of `rows`, a prompt's rows spread over the threads a
-/// few at a time (on two threads the norms and RoPE were 4 % of a prompt's time, all on one
-/// thread, in the section profile); a lone decoded row runs inline.
-fn by_rows(rows: &mut [f32], width: usize, f: impl Fn(usize, &mut [f32]) + Sync + Send) {
-    let per = parallel::rows_per_task(rows.len() / width.max(1));
-    parallel::for_each_chunk_mut(rows, per * width, |c, chunk| {
-        for (i, row) in chunk.chunks_exact_mut(width).enumerate() {
-            f(c * per + i, row);
-        }
     });
 }
 
@@ -304,7 +292,7 @@ fn attention(
         (q, qd, &lw.q_norm, cfg.attn_scale),
         (k, kvd, &lw.k_norm, 1.0),
     ] {
-        by_rows(rows, w, |i, row| {
+        parallel::for_each_row(rows, w, |i, row| {
             for h in row.chunks_exact_mut(hd) {
                 if let Some(nw) = norm {
                     rms_norm_in_place(h, nw, eps);
@@ -460,7 +448,7 @@ fn check_parts(cfg: &Config, w: &Weights, cache: &KvCache) -> Result<()> {
 
 /// `x += norm(branch)` (Gemma's post-norms) or `x += branch`, row by row.
 fn add_branch(x: &mut [f32], branch: &[f32], post_norm: Option<&[f32]>, d: usize, eps: f32) {
-    by_rows(x, d, |i, xr| {
+    parallel::for_each_row(x, d, |i, xr| {
         let br = &branch[i * d..(i + 1) * d];
         match post_norm {
             // rms_norm_row's `(b · scale) · w`, added as it is made

@@ -56,7 +56,8 @@ impl Q8Act {
     /// [`Q8Act::prepare`], the widened quants only with `wide` (where a kernel of the call reads
     /// them, `kernels::reads_wide`): the relaxed build's Q4_0 and Q5_0 kernels do not, and
     /// filling them for every matmul of a prompt was serial work on two threads (section profile,
-    /// Q4_0 prefill at 196–220 GOP/s filling them, 232–234 not).
+    /// Q4_0 prefill at 196–220 GOP/s before, 229–239 with the tables filled per thread and the
+    /// widened quants only where read).
     pub(crate) fn prepare_with(&mut self, x: &[f32], n_in: usize, wide: bool) -> Result<()> {
         if n_in == 0 || n_in % QK != 0 || x.len() % n_in != 0 {
             return Err(Error::shape(
@@ -88,20 +89,12 @@ impl Q8Act {
         };
         // The rows quantize apart, so a prompt's are spread over the threads with their side
         // tables (on one, the others waited at every matmul of a prompt).
-        let per = parallel::rows_per_task(rows);
-        parallel::for_each_chunk_mut(
-            &mut self.q8[..rows * row_bytes],
-            per * row_bytes,
-            |c, q8| {
-                let xs = x[c * per * n_in..].chunks_exact(n_in);
-                for (i, (q, xr)) in q8.chunks_exact_mut(row_bytes).zip(xs).enumerate() {
-                    quantize_row_q8_0(xr, q);
-                    // SAFETY: row `c·per + i` is this call's alone (its chunk of `q8`), and the
-                    // tables were grown to `rows` rows above.
-                    unsafe { tables.fill_row(c * per + i, q) };
-                }
-            },
-        );
+        parallel::for_each_row(&mut self.q8[..rows * row_bytes], row_bytes, |r, q| {
+            quantize_row_q8_0(&x[r * n_in..(r + 1) * n_in], q);
+            // SAFETY: row `r` is this call's alone (its row of `q8`), and the tables were grown
+            // to `rows` rows above.
+            unsafe { tables.fill_row(r, q) };
+        });
         for (r, (dx, sx8)) in self.dx[..nb]
             .chunks_exact(blocks)
             .zip(self.sx8[..nb].chunks_exact(blocks))

@@ -304,13 +304,8 @@ fn prepare_acts<'s>(
     let rows = x.len() / n_in;
     let need = rows * row_bytes;
     try_grow(xq, need)?;
-    // A prompt's rows spread over the threads, as `Q8Act::prepare` spreads its own.
-    let per = parallel::rows_per_task(rows);
-    parallel::for_each_chunk_mut(&mut xq[..need], per * row_bytes, |c, q| {
-        let xs = x[c * per * n_in..].chunks_exact(n_in);
-        for (qr, xr) in q.chunks_exact_mut(row_bytes).zip(xs) {
-            (fused.quantize_act)(xr, qr);
-        }
+    parallel::for_each_row(&mut xq[..need], row_bytes, |r, qr| {
+        (fused.quantize_act)(&x[r * n_in..(r + 1) * n_in], qr)
     });
     Ok(Acts::Rows {
         bytes: &xq[..need],
