@@ -120,6 +120,8 @@ function normalise(side, r) {
       text: r.text,
       peakPssKiB: r.peakPssKiB,
       passBytes: r.passBytes,
+      againPrefill: r.again.prefill,
+      againDecode: r.again.decode,
     };
   }
   return {
@@ -267,6 +269,8 @@ for (const side of Object.keys(SIDES)) {
             pss: mem.length ? median(mem.map((r) => mib(r.peakPssKiB))) : NaN,
             memRuns: mem.length,
             passBytes: median(all.map((r) => r.passBytes)),
+            againPrefill: median(ok.map((r) => r.againPrefill)),
+            againDecode: median(ok.map((r) => r.againDecode)),
             tokens: [...new Set(all.map((r) => `${r.promptTokens}+${r.generatedTokens}`))].join(", "),
           }
         : null;
@@ -334,6 +338,14 @@ if (cells.ours1 && cells.ours2) {
       (cells.wllama1 && cells.wllama2
         ? ` (wllama: ${fmt(cells.wllama2.decode / cells.wllama1.decode, 2)}, ${fmt(cells.wllama2.prefill / cells.wllama1.prefill, 2)}).`
         : "."),
+  );
+  const [a1, a2] = [cells.ours1, cells.ours2];
+  lines.push(
+    "",
+    "The same prompt again in the same engine (`cache: false`, so prefilled anew), after each timed run: 1 thread " +
+      `prefill ${fmt(a1.againPrefill)}, decode ${fmt(a1.againDecode)} tok/s; 2 threads ${fmt(a2.againPrefill)}, ${fmt(a2.againDecode)}; ` +
+      `2 threads / 1 thread: decode ${fmt(a2.againDecode / a1.againDecode, 2)}, prefill ${fmt(a2.againPrefill / a1.againPrefill, 2)}. ` +
+      "The first prompt after loading shares the two cores with V8 compiling the functions it makes hot.",
   );
 }
 const ceilingParts = THREADS.filter((t) => ceilings[t]?.length === 2 && cells[`ours${t}`]).map((t) => {
