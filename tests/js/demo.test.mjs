@@ -134,6 +134,39 @@ test("engine: abort during download, context full, unsupported model, dispose", 
   assert.deepEqual(r, { abort: "Aborted", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
 });
 
+test("engine: a Blob, a plain ReadableStream and a Response load alike; a short body is TruncatedDownload", async () => {
+  const page = await browser.newPage();
+  await page.goto(`${base}/www/tensors.html`);
+  const r = await page.evaluate(async ([fixture, prompt]) => {
+    const { createEngine } = await import("/js/engine.js");
+    const engine = await createEngine({ build: "simd" });
+    const bytes = new Uint8Array(await (await fetch(fixture)).arrayBuffer());
+    // Not a byte stream, so the worker takes its default reader: 64 KiB chunks, then the end.
+    const plain = () =>
+      new ReadableStream({
+        start(c) {
+          for (let at = 0; at < bytes.length; at += 65536) c.enqueue(bytes.slice(at, at + 65536));
+          c.close();
+        },
+      });
+    const greedy = async (source) => {
+      await engine.loadModel(source);
+      return (await engine.complete(prompt, { maxTokens: 4, temperature: 0 })).tokens;
+    };
+    const out = {
+      blob: await greedy(new Blob([bytes])), // `Blob.stream()`: a byte stream, read BYOB
+      plain: await greedy(plain()),
+      response: await greedy(new Response(plain(), { headers: { "content-length": String(bytes.length) } })),
+    };
+    const short = new Response(new Blob([bytes.slice(0, 100_000)]).stream(), { headers: { "content-length": String(bytes.length) } });
+    out.short = await engine.loadModel(short).then(() => "ok", (e) => e.code);
+    await engine.dispose();
+    return out;
+  }, [FIXTURE, hello.prompt]);
+  const tokens = hello.greedy.slice(0, 4);
+  assert.deepEqual(r, { blob: tokens, plain: tokens, response: tokens, short: "TruncatedDownload" });
+});
+
 /** Types `text` into the chat box, sends it and waits for turn `n` (1-based) to finish. */
 async function say(page, text, n) {
   await page.fill("#chat-input", text);
