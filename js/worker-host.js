@@ -109,15 +109,20 @@ function byobChunks(stream) {
   } catch {
     return null;
   }
+  // A read that fails surfaces at the next `next()`, or nowhere once the caller has stopped.
+  const ask = (buffer) => {
+    const read = reader.read(new Uint8Array(buffer));
+    read.catch(() => {});
+    return read;
+  };
   let spare = new ArrayBuffer(1 << 20);
-  let pending = reader.read(new Uint8Array(new ArrayBuffer(1 << 20)));
+  let pending = ask(new ArrayBuffer(1 << 20));
   return {
     async next() {
       const chunk = await pending;
       if (chunk.done) return chunk;
       // The buffer handed back last time is no longer read from: the caller copied it.
-      pending = reader.read(new Uint8Array(spare));
-      pending.catch(() => {}); // a failure surfaces at the next `next()`
+      pending = ask(spare);
       spare = chunk.value.buffer;
       return chunk;
     },

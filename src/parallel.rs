@@ -144,9 +144,9 @@ fn rows_per_task(rows: usize) -> usize {
 }
 
 /// Calls `f(i, row)` for each `width`-long row `i` of `data`, a few rows a task over the threads
-/// ([`rows_per_task`]): a prompt's row-wise steps (norms, RoPE, quantizing activations). On one
-/// thread, two threads' prompts spent 4 % of their time in norms and RoPE alone (section
-/// profile), the other thread waiting. A lone row runs inline.
+/// ([`rows_per_task`]): a prompt's row-wise steps (norms, RoPE, quantizing activations). Run on
+/// the leader alone, norms and RoPE were 4 % of a two-thread prompt, the other thread waiting
+/// (section profile). A lone row runs inline.
 pub fn for_each_row<T: Send>(
     data: &mut [T],
     width: usize,

@@ -784,40 +784,23 @@ mod f32_kernels {
             let stride = n + 3;
             let values = rng.vec(rows * stride, 3.0);
             let weights = rng.vec(T * rows, 2.0);
-            let run = |x: &[f32], outs: &mut [Vec<f32>]| {
-                k::weighted_rows(&weights, x, stride, &mut outputs::<T>(outs), prefetch)
-            };
-            let mut outs: Vec<Vec<f32>> = (0..T).map(|_| rng.vec(n, 3.0)).collect();
-            run(&values, &mut outs);
-            for (t, o) in outs.iter().enumerate() {
-                let mut want = vec![0.0; n];
-                for (j, c) in weights.chunks_exact(T).enumerate() {
-                    s::axpy(c[t], &values[j * stride..j * stride + n], &mut want);
-                }
-                assert!(
-                    o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
-                    "weighted_rows::<{T}> n={n} rows={rows} prefetch {prefetch} output {t}"
-                );
-            }
-            // `x` ending inside the last row, or before it starts: no panic, each row the
-            // elements `x` has of it.
-            let cuts = [
-                (rows * stride).checked_sub(4),
-                (rows * stride).checked_sub(stride + 1),
-            ];
-            for cut in cuts.into_iter().flatten() {
-                let short = &values[..cut];
-                let mut outs: Vec<Vec<f32>> = (0..T).map(|_| vec![0.0; n]).collect();
-                run(short, &mut outs);
+            // All of `x`, then `x` ending inside the last row or before it starts: no panic,
+            // each row the elements `x` has of it, every output overwritten.
+            let all = rows * stride;
+            let ends = [Some(all), all.checked_sub(4), all.checked_sub(stride + 1)];
+            for end in ends.into_iter().flatten() {
+                let x = &values[..end];
+                let mut outs: Vec<Vec<f32>> = (0..T).map(|_| rng.vec(n, 3.0)).collect();
+                k::weighted_rows(&weights, x, stride, &mut outputs::<T>(&mut outs), prefetch);
                 for (t, o) in outs.iter().enumerate() {
                     let mut want = vec![0.0; n];
                     for (j, c) in weights.chunks_exact(T).enumerate() {
-                        let row = short.get(j * stride..).unwrap_or_default();
+                        let row = x.get(j * stride..).unwrap_or_default();
                         s::axpy(c[t], &row[..n.min(row.len())], &mut want);
                     }
                     assert!(
                         o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
-                        "weighted_rows::<{T}> x cut at {cut}, n={n} rows={rows} prefetch {prefetch} output {t}"
+                        "weighted_rows::<{T}> x of {end}/{all}, n={n} rows={rows} prefetch {prefetch} output {t}"
                     );
                 }
             }
