@@ -83,18 +83,30 @@ const handlers = {
     let text = "";
     let stopped = false;
     let finishReason = null;
+    // Pieces go out in one event per FLUSH_MS, the first alone (the time to first token); the
+    // loop only turns to its events (an abort) at those times.
+    let pieces = [];
+    let flushedAt = -Infinity;
+    let firstSent = false;
     while (!finishReason) {
-      await yieldToEvents();
-      if (signal.aborted) {
-        stopped = true;
-        break;
+      if (performance.now() - flushedAt >= protocol.FLUSH_MS || (!firstSent && pieces.length)) {
+        if (pieces.length) postMessage(protocol.tokens(msg.id, pieces));
+        firstSent ||= pieces.length > 0;
+        pieces = [];
+        await yieldToEvents();
+        flushedAt = performance.now();
+        if (signal.aborted) {
+          stopped = true;
+          break;
+        }
       }
       const step = s.step();
       if (!step.eog) tokens.push(step.token);
       text += step.text;
-      if (step.text || !step.eog) postMessage(protocol.token(msg.id, step));
+      if (step.text || !step.eog) pieces.push({ token: step.token, text: step.text });
       finishReason = step.reason;
     }
+    if (pieces.length) postMessage(protocol.tokens(msg.id, pieces));
     const t2 = performance.now();
     const decodeProfile = profile ? kw.profileTake(true) : undefined;
     const evaluated = ids.length - cachedTokens;

@@ -26,6 +26,7 @@ export interface ChatOptions extends GenerateOptions {
   /** true: when the conversation does not fit, drop its oldest turns after the system message
    * (default false: fail with ContextFull). */
   contextShift?: boolean;
+  /** Called once per token, in order; after the first they arrive in groups (one per ~16 ms). */
   onToken?: (piece: { text: string; token: number }) => void;
 }
 export interface Stats {

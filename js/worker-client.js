@@ -32,7 +32,7 @@ export class WorkerClient {
     const p = this.pending.get(msg.id);
     if (!p) return;
     if (msg.kind === "progress") return p.onEvent?.({ phase: msg.phase, loaded: msg.loaded, total: msg.total });
-    if (msg.kind === "token") return p.onEvent?.({ text: msg.text, token: msg.token });
+    if (msg.kind === "tokens") return msg.pieces.forEach((e) => p.onEvent?.(e));
     this.pending.delete(msg.id);
     if (msg.kind === "result") p.resolve(msg.result);
     else if (msg.error.code === "WorkerCrashed") {

@@ -167,6 +167,31 @@ test("engine: a Blob, a plain ReadableStream and a Response load alike; a short 
   assert.deepEqual(r, { blob: tokens, plain: tokens, response: tokens, short: "TruncatedDownload" });
 });
 
+test("engine: streamed pieces are every token once and in order, through onToken and generate()", async () => {
+  // The worker gathers the pieces of each 16 ms into one message (the first goes alone): on the
+  // tiny model that is dozens of tokens a message, which the page hands out one by one.
+  const page = await browser.newPage();
+  await page.goto(`${base}/www/tensors.html`);
+  const r = await page.evaluate(async (fixture) => {
+    const { createEngine } = await import("/js/engine.js");
+    const engine = await createEngine({ build: "simd" });
+    await engine.loadModel(fixture);
+    // The demo's sampling: no end of generation within 250 (as "Stop halts a generation" uses).
+    const opts = { maxTokens: 250, seed: 1, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, cache: false };
+    const pieces = [];
+    const result = await engine.complete("a", { ...opts, onToken: (p) => pieces.push(p) });
+    const streamed = [];
+    for await (const p of engine.generate("a", opts)) streamed.push(p);
+    await engine.dispose();
+    return { result, pieces, streamed };
+  }, FIXTURE);
+  assert.equal(r.result.tokens.length, 250);
+  for (const pieces of [r.pieces, r.streamed]) {
+    assert.deepEqual(pieces.map((p) => p.token), r.result.tokens);
+    assert.equal(pieces.map((p) => p.text).join(""), r.result.text);
+  }
+});
+
 /** Types `text` into the chat box, sends it and waits for turn `n` (1-based) to finish. */
 async function say(page, text, n) {
   await page.fill("#chat-input", text);
