@@ -15,9 +15,9 @@ let contextSize = 0;
 const DEFAULT_CONTEXT = 4096;
 
 /**
- * A macrotask yield (faster than setTimeout) so abort messages get through between tokens. One
- * channel serves every yield: a yield and a token message through a new channel each time took
- * about three times as long (measured in headless Chromium, on a busy machine).
+ * A macrotask yield (faster than setTimeout) so abort messages get through during a generation.
+ * One channel serves every yield: a yield and a token message through a new channel each time
+ * took about three times as long (measured in headless Chromium, on a busy machine).
  */
 const yieldChannel = new MessageChannel();
 const yielding = [];
