@@ -88,25 +88,32 @@ const handlers = {
     let pieces = [];
     let flushedAt = -Infinity;
     let firstSent = false;
-    while (!finishReason) {
-      if (performance.now() - flushedAt >= protocol.FLUSH_MS || (!firstSent && pieces.length)) {
-        if (pieces.length) postMessage(protocol.tokens(msg.id, pieces));
-        firstSent ||= pieces.length > 0;
-        pieces = [];
-        await yieldToEvents();
-        flushedAt = performance.now();
-        if (signal.aborted) {
-          stopped = true;
-          break;
+    const flush = () => {
+      if (pieces.length) postMessage(protocol.tokens(msg.id, pieces));
+      firstSent ||= pieces.length > 0;
+      pieces = [];
+    };
+    try {
+      while (!finishReason) {
+        if (performance.now() - flushedAt >= protocol.FLUSH_MS || (!firstSent && pieces.length)) {
+          flush();
+          await yieldToEvents();
+          flushedAt = performance.now();
+          if (signal.aborted) {
+            stopped = true;
+            break;
+          }
         }
+        const step = s.step();
+        if (!step.eog) tokens.push(step.token);
+        text += step.text;
+        if (step.text || !step.eog) pieces.push({ token: step.token, text: step.text });
+        finishReason = step.reason;
       }
-      const step = s.step();
-      if (!step.eog) tokens.push(step.token);
-      text += step.text;
-      if (step.text || !step.eog) pieces.push({ token: step.token, text: step.text });
-      finishReason = step.reason;
+    } finally {
+      // Also before a failure's answer: the page has every token made before it.
+      flush();
     }
-    if (pieces.length) postMessage(protocol.tokens(msg.id, pieces));
     const t2 = performance.now();
     const decodeProfile = profile ? kw.profileTake(true) : undefined;
     const evaluated = ids.length - cachedTokens;

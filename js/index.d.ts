@@ -21,13 +21,14 @@ export interface GenerateOptions extends SamplingOptions {
   /** true: `stats.profile` holds the time per section of the forward pass (default false). */
   profile?: boolean;
 }
+/** Called once per token, in order; after the first they arrive in groups (one per ~16 ms). */
+export type OnToken = (piece: { text: string; token: number }) => void;
 export interface ChatOptions extends GenerateOptions {
   enableThinking?: boolean;
   /** true: when the conversation does not fit, drop its oldest turns after the system message
    * (default false: fail with ContextFull). */
   contextShift?: boolean;
-  /** Called once per token, in order; after the first they arrive in groups (one per ~16 ms). */
-  onToken?: (piece: { text: string; token: number }) => void;
+  onToken?: OnToken;
 }
 export interface Stats {
   /** The whole prompt, and how many of its tokens came from the cache (not evaluated). */
@@ -52,8 +53,9 @@ export interface Engine {
   loadModel(source: ModelSource, options?: { onProgress?: (p: Progress) => void; signal?: AbortSignal; cache?: boolean; contextLength?: number }): Promise<EngineInfo>;
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: ArrayLike<number>): Promise<string>;
+  /** Yields each token's piece, in order; after the first they arrive in groups (one per ~16 ms). */
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<{ text: string; token: number }>;
-  complete(prompt: string, options?: GenerateOptions & { onToken?: (piece: { text: string; token: number }) => void }): Promise<Completion>;
+  complete(prompt: string, options?: GenerateOptions & { onToken?: OnToken }): Promise<Completion>;
   chat(messages: ChatMessage[], options?: ChatOptions): Promise<Completion>;
   /** Forgets the cached context. */
   resetContext(): Promise<void>;

@@ -60,8 +60,8 @@ export const OCR_REQUESTS = Object.freeze({
 });
 
 /** How long the worker gathers tokens into one `tokens` event: a frame at 60 Hz, so a page
- * that draws each event draws each frame at most once, while a message a token cost the worker
- * ~0.06 ms a token on two threads (the page's thread woke for each; section profile). */
+ * that draws each event draws each frame at most once, while a message and a yield to the
+ * worker's events a token cost ~0.06 ms of each two-thread token (section profile). */
 export const FLUSH_MS = 16;
 
 export const progress = (id, phase, loaded, total) => ({ id, kind: "progress", phase, loaded, total });

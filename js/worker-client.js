@@ -27,12 +27,26 @@ export class WorkerClient {
     this.worker.terminate();
   }
 
+  /** Hands a `tokens` message's pieces to `onEvent` one by one; a callback that throws is
+   * reported (as an uncaught error) without costing the pieces after it. */
+  #each(pieces, onEvent) {
+    for (const piece of pieces) {
+      try {
+        onEvent?.(piece);
+      } catch (e) {
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    }
+  }
+
   /** One message of js/protocol.js from the worker. */
   #receive(msg) {
     const p = this.pending.get(msg.id);
     if (!p) return;
     if (msg.kind === "progress") return p.onEvent?.({ phase: msg.phase, loaded: msg.loaded, total: msg.total });
-    if (msg.kind === "tokens") return msg.pieces.forEach((e) => p.onEvent?.(e));
+    if (msg.kind === "tokens") return this.#each(msg.pieces, p.onEvent);
     this.pending.delete(msg.id);
     if (msg.kind === "result") p.resolve(msg.result);
     else if (msg.error.code === "WorkerCrashed") {

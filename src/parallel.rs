@@ -125,7 +125,7 @@ where
 /// function whatever path runs it, and its caller holds one call. Inlined, the team's set-up
 /// and a serial copy of each body made the forward pass's per-layer functions large, and V8
 /// optimises those under a first prompt, taking a core from it (traced in Chromium on two
-/// threads: the attention block's compile 10.1 → 3.5 ms, the first prompt's 28–31 → 22–23).
+/// threads: the attention block's compile 10.1 → 3.5 ms, the first prompt's 28–31 → 22–23 ms).
 #[inline(never)]
 fn chunks<T: Send>(data: &mut [T], chunk_len: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
     // One thread of compute (`startThreads(1)` too) runs inline: handing each loop to the idle

@@ -57,8 +57,9 @@ test("greedy generation equals llama.cpp's tokens, with load progress; threads m
 test("Stop halts a generation", async () => {
   // Seed 1: the tiny model's sampled text for "a" has no end-of-generation token within 250
   // (with seed 0 it ends after 18). Those 250 tokens take a fraction of a second once the
-  // warm-up has the code compiled, so a page that stalls that long between the first token and
-  // Stop (a busy machine) sees the whole generation first: up to three tries, on fresh pages.
+  // warm-up has the code compiled, and the worker sees the abort at its next 16 ms flush, so a
+  // page that stalls between the first token and Stop (a busy machine) may see the whole
+  // generation first: up to three tries, on fresh pages.
   const tries = [];
   for (let i = 0; i < 3 && !tries.at(-1)?.stopped; i++) {
     const p = await browser.newPage();
@@ -167,7 +168,7 @@ test("engine: a Blob, a plain ReadableStream and a Response load alike; a short 
   assert.deepEqual(r, { blob: tokens, plain: tokens, response: tokens, short: "TruncatedDownload" });
 });
 
-test("engine: streamed pieces are every token once and in order, through onToken and generate()", async () => {
+test("engine: streamed pieces are every token once and in order, through onToken and generate(), also past a throwing onToken", async () => {
   // The worker gathers the pieces of each 16 ms into one message (the first goes alone): on the
   // tiny model that is dozens of tokens a message, which the page hands out one by one.
   const page = await browser.newPage();
@@ -182,14 +183,24 @@ test("engine: streamed pieces are every token once and in order, through onToken
     const result = await engine.complete("a", { ...opts, onToken: (p) => pieces.push(p) });
     const streamed = [];
     for await (const p of engine.generate("a", opts)) streamed.push(p);
+    // A callback that throws costs none of the pieces after it (the errors are reported).
+    let calls = 0;
+    const thrown = await engine.complete("a", {
+      ...opts,
+      onToken: () => {
+        calls++;
+        throw new Error("a page's bug");
+      },
+    });
     await engine.dispose();
-    return { result, pieces, streamed };
+    return { result, pieces, streamed, calls, thrown: thrown.tokens.length };
   }, FIXTURE);
   assert.equal(r.result.tokens.length, 250);
   for (const pieces of [r.pieces, r.streamed]) {
     assert.deepEqual(pieces.map((p) => p.token), r.result.tokens);
     assert.equal(pieces.map((p) => p.text).join(""), r.result.text);
   }
+  assert.deepEqual([r.calls, r.thrown], [250, 250]);
 });
 
 /** Types `text` into the chat box, sends it and waits for turn `n` (1-based) to finish. */
