@@ -68,7 +68,13 @@ async function run() {
   // engines go first: after each pass their helpers spin on for a while (LINGER_MS), and three of
   // them on two cores kept the kept engine's helper off the CPU for a whole profiled pass.
   for (const e of [fresh, restored, small]) await e.dispose();
-  const profiled = await kept.chat(messages, { ...GREEDY, cache: false, profile: true });
+  // A dozen decode passes of the tiny model take ~2 ms; a helper the OS holds back that long
+  // takes no chunk of them (0 of 591 once in CI): up to three profiled generations.
+  let profiled;
+  for (let i = 0; i < 3; i++) {
+    profiled = await kept.chat(messages, { ...GREEDY, cache: false, profile: true });
+    if (setup.threads === 1 || profiled.stats.profile.decode.team.helperChunks > 0) break;
+  }
   const unprofiled = await kept.chat(messages, GREEDY);
   const p = profiled.stats.profile;
   await kept.dispose();
