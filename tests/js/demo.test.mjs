@@ -25,6 +25,17 @@ test.after(async () => {
   server?.close();
 });
 
+/** A page of the repo's origin with `createEngine` (js/engine.js) on `window`, for tests that
+ * drive the engine API directly. */
+async function enginePage() {
+  const page = await browser.newPage();
+  await page.goto(`${base}/www/tensors.html`);
+  await page.evaluate(async () => {
+    window.createEngine = (await import("/js/engine.js")).createEngine;
+  });
+  return page;
+}
+
 async function run(query) {
   const page = await browser.newPage();
   const errors = [];
@@ -113,10 +124,8 @@ test("HTTP errors reject with a code", async () => {
 });
 
 test("engine: abort during download, context full, unsupported model, dispose", async () => {
-  const page = await browser.newPage();
-  await page.goto(`${base}/www/tensors.html`);
+  const page = await enginePage();
   const r = await page.evaluate(async (fixture) => {
-    const { createEngine } = await import("/js/engine.js");
     const engine = await createEngine({ build: "simd" });
     const out = {};
     const ctrl = new AbortController();
@@ -132,14 +141,13 @@ test("engine: abort during download, context full, unsupported model, dispose", 
     out.disposed = await engine.tokenize("x").then(() => "ok", (e) => e.code);
     return out;
   }, FIXTURE);
+  await page.close();
   assert.deepEqual(r, { abort: "Aborted", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
 });
 
 test("engine: a Blob, a plain ReadableStream and a Response load alike; a short body is TruncatedDownload", async () => {
-  const page = await browser.newPage();
-  await page.goto(`${base}/www/tensors.html`);
+  const page = await enginePage();
   const r = await page.evaluate(async ([fixture, prompt]) => {
-    const { createEngine } = await import("/js/engine.js");
     const engine = await createEngine({ build: "simd" });
     const bytes = new Uint8Array(await (await fetch(fixture)).arrayBuffer());
     // Not a byte stream, so the worker takes its default reader: 64 KiB chunks, then the end.
@@ -164,6 +172,7 @@ test("engine: a Blob, a plain ReadableStream and a Response load alike; a short 
     await engine.dispose();
     return out;
   }, [FIXTURE, hello.prompt]);
+  await page.close();
   const tokens = hello.greedy.slice(0, 4);
   assert.deepEqual(r, { blob: tokens, plain: tokens, response: tokens, short: "TruncatedDownload" });
 });
@@ -171,10 +180,8 @@ test("engine: a Blob, a plain ReadableStream and a Response load alike; a short 
 test("engine: streamed pieces are every token once and in order, through onToken and generate(), also past a throwing onToken", async () => {
   // The worker gathers the pieces of each 16 ms into one message (the first goes alone): on the
   // tiny model that is dozens of tokens a message, which the page hands out one by one.
-  const page = await browser.newPage();
-  await page.goto(`${base}/www/tensors.html`);
+  const page = await enginePage();
   const r = await page.evaluate(async (fixture) => {
-    const { createEngine } = await import("/js/engine.js");
     const engine = await createEngine({ build: "simd" });
     await engine.loadModel(fixture);
     // The demo's sampling: no end of generation within 250 (as "Stop halts a generation" uses).
@@ -195,6 +202,7 @@ test("engine: streamed pieces are every token once and in order, through onToken
     await engine.dispose();
     return { result, pieces, streamed, calls, thrown: thrown.tokens.length };
   }, FIXTURE);
+  await page.close();
   assert.equal(r.result.tokens.length, 250);
   for (const pieces of [r.pieces, r.streamed]) {
     assert.deepEqual(pieces.map((p) => p.token), r.result.tokens);
