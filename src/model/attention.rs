@@ -292,13 +292,18 @@ fn add_into(out: &mut [f32], part: &[f32]) {
 
 /// `put(j, t, q_t · key(j))` for the one, two or four query heads `t` in `heads` and the rows
 /// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
-/// with `prefetch` four while four remain, two heads four rows, one head four rows, the tails
-/// one row at a time; every score has `dot`'s bits. Measured in Chromium against one key row at
-/// a time: a 1,060-token prompt's attention 1.69 → 1.46 ms a token (fastest of five). A decoded
-/// token's key rows come from memory, and four rows in flight at once beat two with rows
-/// [`TOUCH_AHEAD`] touched: one thread at position ~1,000, medians of six, 2.06 → 1.81 and
-/// 2.20 → 1.91 ms a token (touching as well: 2.25). In a prompt's cached rows the sixteen chains
-/// of four rows ran slower than eight (they spill).
+/// with `prefetch` four rows, two heads at a time; two heads and one head take four rows; the
+/// tails one row at a time; every score has `dot`'s bits. Measured in Chromium against one key
+/// row at a time: a 1,060-token prompt's attention 1.69 → 1.46 ms a token (fastest of five).
+///
+/// A decoded token's key rows (`prefetch`) come from memory: four in flight at once beat two
+/// (one thread at position ~1,000, medians of six, 2.06 → 1.81 ms a token), and the rows
+/// [`TOUCH_AHEAD`] further on are touched as well. On a host whose cores rather than its memory
+/// set the pace (one thread, medians of four, attention ms a token at ~100 / ~1,000 positions):
+/// four heads' sixteen chains spill, and two passes of two heads over the four rows took 0.89 /
+/// 3.36 → 0.81 / 3.23; touching took that to 0.72 / 2.91, and two threads' head shares (two
+/// heads each) 0.65 / 2.25 → 0.45 / 2.07 (two-thread decode 144 → 158 tok/s). Touching 16 rows
+/// ahead was no better.
 #[inline(always)]
 fn head_scores<'c>(
     heads: &[f32],
@@ -314,7 +319,9 @@ fn head_scores<'c>(
         4 => {
             let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
             while prefetch && j + 4 <= n {
-                rows_by_heads::<4, 4>(qs, &key, j, &mut put);
+                (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+                rows_by_heads::<2, 4>([qs[0], qs[1]], &key, j, &mut put);
+                rows_by_heads::<2, 4>([qs[2], qs[3]], &key, j, &mut |j, t, v| put(j, t + 2, v));
                 j += 4;
             }
             while j + 2 <= n {
@@ -328,6 +335,9 @@ fn head_scores<'c>(
         2 => {
             let qs = [&heads[..hd], &heads[hd..]];
             while j + 4 <= n {
+                if prefetch {
+                    (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+                }
                 rows_by_heads::<2, 4>(qs, &key, j, &mut put);
                 j += 4;
             }

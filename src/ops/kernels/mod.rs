@@ -34,8 +34,8 @@ pub const TOUCH_AHEAD: usize = 8;
 /// while the arithmetic on the rows before it goes on. A decoded token's attention reads cache
 /// rows that have left the CPU's caches since they were written, and without this waited on
 /// each line as its arithmetic reached it (one thread, medians of six: 6.58 → 4.40 ms a token at
-/// position ~1,000, 1.39 → 0.94 at ~100, touching key and value rows; the scores of four heads
-/// now take four key rows at a time instead, which keeps more lines in flight than touching).
+/// position ~1,000, 1.39 → 0.94 at ~100, touching key and value rows; the scores keep four key
+/// rows in flight besides, see `model::attention`'s `head_scores`).
 #[inline(always)]
 pub fn touch(x: &[f32]) {
     let sink = x.iter().step_by(16).fold(0, |s, v| s ^ v.to_bits());
