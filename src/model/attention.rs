@@ -314,12 +314,18 @@ fn head_scores<'c>(
     mut put: impl FnMut(usize, usize, f32),
 ) {
     let hd = heads.len() / take;
+    // A decoded token's rows `TOUCH_AHEAD` past the four from `j` start on their way from memory.
+    let touch_ahead = |j: usize| {
+        if prefetch {
+            (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+        }
+    };
     let mut j = 0;
     match take {
         4 => {
             let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
             while prefetch && j + 4 <= n {
-                (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
+                touch_ahead(j);
                 rows_by_heads::<2, 4>([qs[0], qs[1]], &key, j, &mut put);
                 rows_by_heads::<2, 4>([qs[2], qs[3]], &key, j, &mut |j, t, v| put(j, t + 2, v));
                 j += 4;
@@ -335,9 +341,7 @@ fn head_scores<'c>(
         2 => {
             let qs = [&heads[..hd], &heads[hd..]];
             while j + 4 <= n {
-                if prefetch {
-                    (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
-                }
+                touch_ahead(j);
                 rows_by_heads::<2, 4>(qs, &key, j, &mut put);
                 j += 4;
             }
@@ -347,9 +351,7 @@ fn head_scores<'c>(
         }
         _ => {
             while j + 4 <= n {
-                if prefetch {
-                    (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
-                }
+                touch_ahead(j);
                 rows_by_heads::<1, 4>([heads], &key, j, &mut put);
                 j += 4;
             }
