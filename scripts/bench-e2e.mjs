@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { serve } from "./serve.mjs";
 import { launch } from "../tests/js/browser.mjs";
 import { writeSection } from "./bench-md.mjs";
-import { emptyPagePssKiB, median, rendererPssKiB, settle } from "./bench-proc.mjs";
+import { emptyBarePssKiB, launchBare, median, rendererPssKiB, settle } from "./bench-proc.mjs";
 import { PROMPT } from "./bench-e2e-prompt.mjs";
 
 const MAX_TOKENS = 64;
@@ -65,30 +65,38 @@ const wllamaVersion = JSON.parse(readFileSync("node_modules/@wllama/wllama/packa
 
 // ---- runs ----
 
-const server = await serve(0);
+/** Results that bare browsers POST, by run name. */
+const reports = new Map();
+const server = await serve(0, "127.0.0.1", { onReport: (name, body) => reports.get(name)?.(body) });
 const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await launch();
 const chromium = browser.version();
 
-/** One run in a fresh context (own HTTP cache and storage): result, and with `memory` the peak
- * renderer PSS (sampled every 100 ms). */
+/** One run: timed in a fresh context (own HTTP cache and storage) of the Playwright browser, or
+ * with `memory` in a bare browser (`launchBare`: no DevTools client, whose attachment costs
+ * memory of its own) with its peak renderer PSS sampled every 100 ms. */
 async function runOnce(side, threads, memory, kind = "short") {
-  const { page: file, key } = SIDES[side];
   const { prompt, ctx } = KINDS[kind];
+  // The same prompt a second time only where it is reported: the timed short runs (a memory
+  // run samples the first prompt alone, and a long one would take seconds more).
+  const again = kind === "short" && !memory ? "1" : "0";
+  const q = new URLSearchParams({ model: MODEL_URL, prompt, maxTokens: MAX_TOKENS, threads, ctx, build: ourBuild(threads), again });
   await settle();
+  try {
+    return await (memory ? bareRun : timedRun)(SIDES[side], q);
+  } catch (e) {
+    throw new Error(`${side} ×${threads}: ${e.message}`);
+  }
+}
+
+/** `SIDES[side]`'s page with query `q` in a fresh context; its result. */
+async function timedRun({ page: file, key }, q) {
   const context = await browser.newContext();
   const logs = [];
-  let peak = 0;
-  const sample = () => (peak = Math.max(peak, rendererPssKiB()));
-  const timer = memory ? setInterval(sample, 100) : null;
   try {
     const page = await context.newPage();
     page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
     page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-    // The same prompt a second time only where it is reported: the timed short runs (a memory
-    // run samples the first prompt alone, and a long one would take seconds more).
-    const again = kind === "short" && !memory ? "1" : "0";
-    const q = new URLSearchParams({ model: MODEL_URL, prompt, maxTokens: MAX_TOKENS, threads, ctx, build: ourBuild(threads), again });
     await page.goto(`${base}/www/bench/${file}?${q}`);
     try {
       await page.waitForFunction((k) => window[k], key, { timeout: RUN_TIMEOUT_MS, polling: 200 });
@@ -96,17 +104,45 @@ async function runOnce(side, threads, memory, kind = "short") {
       if (e.name !== "TimeoutError") throw e;
       throw new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`);
     }
-    if (memory) sample();
-    const r = await page.evaluate((k) => window[k], key);
-    if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
-    return { ...r, peakPssKiB: peak };
+    return resultOf(await page.evaluate((k) => window[k], key));
   } catch (e) {
     const tail = logs.filter((l) => !l.startsWith("debug")).slice(-8).join("\n    ");
-    throw new Error(`${side} ×${threads}: ${e.message}${tail ? `\n    ${tail}` : ""}`);
+    throw new Error(`${e.message}${tail ? `\n    ${tail}` : ""}`);
   } finally {
-    if (timer) clearInterval(timer);
     await context.close();
   }
+}
+
+let bareRuns = 0;
+/** `SIDES[side]`'s page with query `q` in a bare browser; its result with `peakPssKiB`. */
+async function bareRun({ page: file }, q) {
+  const name = String(++bareRuns);
+  const posted = new Promise((ok) => reports.set(name, ok));
+  q.set("report", `/__report/${name}`);
+  const bare = launchBare(`${base}/www/bench/${file}?${q}`);
+  let peak = 0;
+  const sample = () => (peak = Math.max(peak, rendererPssKiB(bare.pid)));
+  const timer = setInterval(sample, 100);
+  let timeout;
+  try {
+    const late = new Promise((_, fail) => {
+      timeout = setTimeout(() => fail(new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`)), RUN_TIMEOUT_MS);
+    });
+    const body = await Promise.race([posted, late]);
+    sample();
+    return { ...resultOf(JSON.parse(body)), peakPssKiB: peak };
+  } finally {
+    clearTimeout(timeout);
+    clearInterval(timer);
+    reports.delete(name);
+    await bare.close();
+  }
+}
+
+/** A page's result, or its error thrown. */
+function resultOf(r) {
+  if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
+  return r;
 }
 
 /** Both sides in one shape. */
@@ -207,7 +243,7 @@ function record(entry) {
 let emptyKiB, cpu, cores;
 try {
   // The empty page, measured the same way: a blank page of the same (isolated) origin.
-  emptyKiB = await emptyPagePssKiB(browser, base);
+  emptyKiB = await emptyBarePssKiB(base);
   console.log(`Chromium ${chromium}; empty page ${(emptyKiB / 1024).toFixed(1)} MiB PSS; GGUF ${(ggufBytes / 2 ** 20).toFixed(1)} MiB`);
 
   let wllamaFailures = 0;
@@ -304,7 +340,9 @@ const lines = [
   `workers), sampled every 100 ms, minus an empty page of the same origin (${fmt(emptyKiB / 1024)} MiB); wllama's`,
   "OPFS copy lives outside the renderers and is not counted. Every run has a fresh browser context;",
   `sides alternate; speeds are medians of ${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further`,
-  "run(s) sampled for it (sampling costs CPU, so timed runs are not sampled).",
+  "run(s) sampled for it (sampling costs CPU, so timed runs are not sampled), each in a browser of its",
+  "own with no DevTools client attached, as a user's is (Playwright's attachment left 10–32 MiB of the",
+  "file's bytes in the renderer for a moment in half of the loads it drove), the empty page likewise.",
   "",
   "*TTFT* is time to first token: ours from the `complete` call to the first streamed token (tokenizing,",
   "the worker round trip, prefill and sampling); wllama's is llama.cpp's own prompt time (`timings.prompt_ms`).",

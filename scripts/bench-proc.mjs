@@ -1,6 +1,11 @@
 // Process-level measurements the browser benchmarks share: the PSS of the Chromium renderers
-// this node process started (pages and their workers live there), and small statistics.
-import { readFileSync, readdirSync } from "node:fs";
+// this node process started (pages and their workers live there), a Chromium with no DevTools
+// client for the memory runs, and small statistics.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CHROMIUM, CHROMIUM_ARGS } from "../tests/js/browser.mjs";
 
 /** pid → ppid for every process. */
 function parents() {
@@ -17,11 +22,12 @@ function parents() {
   return map;
 }
 
-/** Renderers descended from this node process (its Chromium), so no other Chromium counts. */
-export function renderers() {
+/** Renderers descended from `root` (by default this node process: its Chromiums), so no other
+ * Chromium counts. */
+export function renderers(root = process.pid) {
   const ppid = parents();
   const ours = (pid) => {
-    for (let p = ppid.get(pid); p > 1; p = ppid.get(p)) if (p === process.pid) return true;
+    for (let p = ppid.get(pid); p > 1; p = ppid.get(p)) if (p === root) return true;
     return false;
   };
   const out = [];
@@ -35,9 +41,9 @@ export function renderers() {
   return out;
 }
 
-export function rendererPssKiB() {
+export function rendererPssKiB(root) {
   let sum = 0;
-  for (const pid of renderers()) {
+  for (const pid of renderers(root)) {
     try {
       sum += Number(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8").match(/^Pss:\s+(\d+)/m)[1]);
     } catch {
@@ -45,6 +51,34 @@ export function rendererPssKiB() {
     }
   }
   return sum;
+}
+
+/**
+ * Chromium opened on `url` in a profile of its own with no DevTools client attached, as a user's
+ * browser runs: `{ pid, close }`. The memory runs use it because Playwright's attachment costs
+ * renderer memory of its own: in half of 12 two-thread engine loads driven by it, 10–32 MiB of
+ * the model file's bytes (consecutive GGUF data, read out of the mapping) sat in the renderer for
+ * a few hundred ms around the end of the download; in none of 24 loads without it. Its results
+ * come back by POST (www/bench/report.js).
+ */
+export function launchBare(url) {
+  const dir = mkdtempSync(join(tmpdir(), "kopitiam-bare-"));
+  // A process group of its own, so closing ends its helper processes too.
+  const args = [...CHROMIUM_ARGS, "--headless", `--user-data-dir=${dir}`, url];
+  const child = spawn(CHROMIUM, args, { stdio: "ignore", detached: true });
+  const exited = new Promise((ok) => child.once("exit", ok));
+  return {
+    pid: child.pid,
+    async close() {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      await exited;
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
+    },
+  };
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -77,8 +111,8 @@ async function busyFraction(ms) {
 }
 
 
-/** The empty page's renderer PSS (KiB): a blank page of the same origin, three fresh contexts,
- * five samples each, the median — what the benchmarks subtract. */
+/** The empty page's renderer PSS (KiB) in a Playwright browser: a blank page of the same origin,
+ * three fresh contexts, five samples each, the median — what the benchmarks subtract. */
 export async function emptyPagePssKiB(browser, base) {
   const blanks = [];
   for (let i = 0; i < 3; i++) {
@@ -89,6 +123,24 @@ export async function emptyPagePssKiB(browser, base) {
     await sleep(1000);
     for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB());
     await context.close();
+  }
+  return median(blanks);
+}
+
+/** [`emptyPagePssKiB`] for [`launchBare`] browsers: three launches on the blank page, five
+ * samples each from one second after its renderer appears, the median. */
+export async function emptyBarePssKiB(base) {
+  const blanks = [];
+  for (let i = 0; i < 3; i++) {
+    await settle();
+    const browser = launchBare(`${base}/www/bench/blank.html`);
+    try {
+      for (let j = 0; j < 100 && renderers(browser.pid).length === 0; j++) await sleep(100);
+      await sleep(1000);
+      for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB(browser.pid));
+    } finally {
+      await browser.close();
+    }
   }
   return median(blanks);
 }

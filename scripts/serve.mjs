@@ -29,13 +29,25 @@ const types = {
   ".svg": "image/svg+xml",
 };
 
-export function serve(port = 8080, host = "127.0.0.1") {
+/** `onReport(name, body)`, when given, receives the body of each `POST /__report/NAME` (the bench
+ * pages' results from a browser no DevTools client drives: www/bench/report.js). */
+export function serve(port = 8080, host = "127.0.0.1", { onReport } = {}) {
   const server = createServer((req, res) => {
     res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
     res.setHeader("Cross-Origin-Embedder-Policy", "require-corp");
     res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
     res.setHeader("Cache-Control", "no-cache");
     const url = new URL(req.url, "http://localhost");
+    if (onReport && req.method === "POST" && url.pathname.startsWith("/__report/")) {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        res.writeHead(204).end();
+        onReport(url.pathname.slice("/__report/".length), body);
+      });
+      return;
+    }
     if (url.pathname === "/") {
       res.writeHead(302, { Location: "/www/" }).end();
       return;

@@ -14,9 +14,12 @@ export const CHROMIUM_ARGS = [
   "--enable-features=WebAssemblyRelaxedSimd",
 ];
 
+/** The Chromium binary (`CHROMIUM` overrides Debian's). */
+export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
 export function launch() {
   return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    executablePath: CHROMIUM,
     headless: true,
     args: CHROMIUM_ARGS,
   });

@@ -2,6 +2,7 @@
 // Publishes window.kopitiamResult = { loadMs, wallMs, ttftMs, passBytes, again, text, tokens, stats,
 // info } or { error }; with `?again=1`, `again` holds the rates of the same prompt run a second time.
 import { createEngine } from "../../js/engine.js";
+import { report } from "./report.js";
 
 const params = new URLSearchParams(location.search);
 const model = params.get("model") ?? "/models/gemma-3-270m-q4_0.gguf";
@@ -42,3 +43,4 @@ try {
   window.kopitiamResult = { error: { code: e.code, message: e.message ?? String(e) } };
 }
 document.getElementById("out").textContent = JSON.stringify(window.kopitiamResult, null, 1);
+report(window.kopitiamResult);

@@ -2,6 +2,7 @@
 // sampling as e2e-ours.js. Speeds are llama.cpp's own `timings` from the completion response.
 // Publishes window.wllamaResult = { loadMs, prefillTokensPerSecond, … } or { error }.
 import { Wllama } from "/node_modules/@wllama/wllama/esm/index.js";
+import { report } from "./report.js";
 
 const params = new URLSearchParams(location.search);
 const model = new URL(params.get("model") ?? "/models/gemma-3-270m-q4_0.gguf", location.href).href;
@@ -42,3 +43,4 @@ try {
   window.wllamaResult = { error: { code: e.type ?? e.name, message: e.message ?? String(e) } };
 }
 document.getElementById("out").textContent = JSON.stringify(window.wllamaResult, null, 1);
+report(window.wllamaResult);
