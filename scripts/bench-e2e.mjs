@@ -65,16 +65,16 @@ const wllamaVersion = JSON.parse(readFileSync("node_modules/@wllama/wllama/packa
 
 // ---- runs ----
 
-/** Results that bare browsers POST, by run name. */
+/** Results that the runs' bare browsers POST, by run name. */
 const reports = new Map();
 const server = await serve(0, "127.0.0.1", { onReport: (name, body) => reports.get(name)?.(body) });
 const base = `http://127.0.0.1:${server.address().port}`;
+/** For the read ceiling and the pair runs, which time loops in one page against each other. */
 const browser = await launch();
 const chromium = browser.version();
 
-/** One run: timed in a fresh context (own HTTP cache and storage) of the Playwright browser, or
- * with `memory` in a bare browser (`launchBare`: no DevTools client, whose attachment costs
- * memory of its own) with its peak renderer PSS sampled every 100 ms. */
+/** One run in a bare browser (`launchBare`: as Playwright's, without the DevTools client whose
+ * attachment costs memory of its own), with `memory` its peak renderer PSS sampled every 100 ms. */
 async function runOnce(side, threads, memory, kind = "short") {
   const { prompt, ctx } = KINDS[kind];
   // The same prompt a second time only where it is reported: the timed short runs (a memory
@@ -82,55 +82,24 @@ async function runOnce(side, threads, memory, kind = "short") {
   const again = kind === "short" && !memory ? "1" : "0";
   const q = new URLSearchParams({ model: MODEL_URL, prompt, maxTokens: MAX_TOKENS, threads, ctx, build: ourBuild(threads), again });
   await settle();
-  try {
-    return await (memory ? bareRun : timedRun)(SIDES[side], q);
-  } catch (e) {
-    throw new Error(`${side} ×${threads}: ${e.message}`);
-  }
-}
-
-/** `SIDES[side]`'s page with query `q` in a fresh context; its result. */
-async function timedRun({ page: file, key }, q) {
-  const context = await browser.newContext();
-  const logs = [];
-  try {
-    const page = await context.newPage();
-    page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
-    page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-    await page.goto(`${base}/www/bench/${file}?${q}`);
-    try {
-      await page.waitForFunction((k) => window[k], key, { timeout: RUN_TIMEOUT_MS, polling: 200 });
-    } catch (e) {
-      if (e.name !== "TimeoutError") throw e;
-      throw new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`);
-    }
-    return resultOf(await page.evaluate((k) => window[k], key));
-  } catch (e) {
-    const tail = logs.filter((l) => !l.startsWith("debug")).slice(-8).join("\n    ");
-    throw new Error(`${e.message}${tail ? `\n    ${tail}` : ""}`);
-  } finally {
-    await context.close();
-  }
-}
-
-let bareRuns = 0;
-/** `SIDES[side]`'s page with query `q` in a bare browser; its result with `peakPssKiB`. */
-async function bareRun({ page: file }, q) {
   const name = String(++bareRuns);
   const posted = new Promise((ok) => reports.set(name, ok));
   q.set("report", `/__report/${name}`);
-  const bare = launchBare(`${base}/www/bench/${file}?${q}`);
+  const bare = launchBare(`${base}/www/bench/${SIDES[side].page}?${q}`);
   let peak = 0;
   const sample = () => (peak = Math.max(peak, rendererPssKiB(bare.pid)));
-  const timer = setInterval(sample, 100);
+  const timer = memory ? setInterval(sample, 100) : null;
   let timeout;
   try {
     const late = new Promise((_, fail) => {
       timeout = setTimeout(() => fail(new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`)), RUN_TIMEOUT_MS);
     });
     const body = await Promise.race([posted, late]);
-    sample();
+    if (memory) sample();
     return { ...resultOf(JSON.parse(body)), peakPssKiB: peak };
+  } catch (e) {
+    const tail = bare.logs().join("\n    ");
+    throw new Error(`${side} ×${threads}: ${e.message}${tail ? `\n    ${tail}` : ""}`);
   } finally {
     clearTimeout(timeout);
     clearInterval(timer);
@@ -138,6 +107,7 @@ async function bareRun({ page: file }, q) {
     await bare.close();
   }
 }
+let bareRuns = 0;
 
 /** A page's result, or its error thrown. */
 function resultOf(r) {
@@ -338,11 +308,12 @@ const lines = [
   "run (worker and wasm start-up, download, parse, and on both sides a warm-up pass; wllama also copies the",
   "file to OPFS). *PSS* is the peak summed `Pss` of the browser's renderer processes (page and",
   `workers), sampled every 100 ms, minus an empty page of the same origin (${fmt(emptyKiB / 1024)} MiB); wllama's`,
-  "OPFS copy lives outside the renderers and is not counted. Every run has a fresh browser context;",
-  `sides alternate; speeds are medians of ${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further`,
-  "run(s) sampled for it (sampling costs CPU, so timed runs are not sampled), each in a browser of its",
-  "own with no DevTools client attached, as a user's is (Playwright's attachment left 10–32 MiB of the",
-  "file's bytes in the renderer for a moment in half of the loads it drove), the empty page likewise.",
+  "OPFS copy lives outside the renderers and is not counted. Every run (and the empty page) has a",
+  "Chromium of its own, started with Playwright's switches but no DevTools client, as a user's is:",
+  "Playwright's attachment left 10–32 MiB of the file's bytes in the renderer for a moment in half of",
+  "the loads it drove (its speeds are the same). Sides alternate; speeds are medians of",
+  `${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further run(s) sampled for it (sampling`,
+  "costs CPU, so timed runs are not sampled).",
   "",
   "*TTFT* is time to first token: ours from the `complete` call to the first streamed token (tokenizing,",
   "the worker round trip, prefill and sampling); wllama's is llama.cpp's own prompt time (`timings.prompt_ms`).",

@@ -53,22 +53,58 @@ export function rendererPssKiB(root) {
   return sum;
 }
 
+/** Switches Playwright gives Chromium that change how a page runs (a tab never backgrounded or
+ * throttled, no field trials), so a bare browser runs pages as the Playwright one does. */
+const AS_PLAYWRIGHT = [
+  "--disable-field-trial-config",
+  "--disable-background-timer-throttling",
+  "--disable-backgrounding-occluded-windows",
+  "--disable-renderer-backgrounding",
+  "--disable-back-forward-cache",
+  "--disable-ipc-flooding-protection",
+  "--disable-hang-monitor",
+  "--disable-breakpad",
+  "--disable-extensions",
+  "--disable-default-apps",
+  "--no-default-browser-check",
+  "--metrics-recording-only",
+  "--password-store=basic",
+];
+
+/** How long a bare browser waits before opening its page (www/bench/start.html). */
+const START_MS = 1500;
+
 /**
- * Chromium opened on `url` in a profile of its own with no DevTools client attached, as a user's
- * browser runs: `{ pid, close }`. The memory runs use it because Playwright's attachment costs
- * renderer memory of its own: in half of 12 two-thread engine loads driven by it, 10–32 MiB of
- * the model file's bytes (consecutive GGUF data, read out of the mapping) sat in the renderer for
- * a few hundred ms around the end of the download; in none of 24 loads without it. Its results
- * come back by POST (www/bench/report.js).
+ * Chromium opened on `url` (same origin as www/bench/start.html) in a profile of its own with no DevTools client attached, as a user's
+ * browser runs: `{ pid, logs, close }`, `logs()` the page's last console lines. The benchmarks'
+ * runs use it because Playwright's attachment (it enables Network and Runtime on every page and
+ * worker) costs the page memory of its own: in half of 12 two-thread engine loads driven by it,
+ * 10–32 MiB of the model file's bytes (consecutive GGUF data, read out of the mapping) sat in the
+ * renderer for a few hundred ms around the end of the download, in none of 24 loads without it.
+ * Timing is the same either way (a fresh engine's first and second prompt on two threads, medians
+ * of 10 interleaved runs: 220.7 and 187.8 ms bare, 222.8 and 188.2 driven). Results come back by
+ * POST (www/bench/report.js).
  */
 export function launchBare(url) {
   const dir = mkdtempSync(join(tmpdir(), "kopitiam-bare-"));
+  // The page opens once the browser's start-up is over (0.8–1 s of both cores busy, measured).
+  const start = new URL("/www/bench/start.html", url);
+  start.search = new URLSearchParams({ next: url, after: START_MS }).toString();
+  const args = [...CHROMIUM_ARGS, ...AS_PLAYWRIGHT, "--headless", "--enable-logging=stderr", `--user-data-dir=${dir}`, start.href];
   // A process group of its own, so closing ends its helper processes too.
-  const args = [...CHROMIUM_ARGS, "--headless", `--user-data-dir=${dir}`, url];
-  const child = spawn(CHROMIUM, args, { stdio: "ignore", detached: true });
+  const child = spawn(CHROMIUM, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   const exited = new Promise((ok) => child.once("exit", ok));
+  const lines = [];
+  let partial = "";
+  child.stderr.setEncoding("utf8").on("data", (d) => {
+    const parts = (partial + d).split("\n");
+    partial = parts.pop();
+    lines.push(...parts.filter((l) => l.includes(":CONSOLE")));
+    lines.splice(0, Math.max(0, lines.length - 8));
+  });
   return {
     pid: child.pid,
+    logs: () => lines.slice(),
     async close() {
       try {
         process.kill(-child.pid, "SIGKILL");
@@ -128,7 +164,7 @@ export async function emptyPagePssKiB(browser, base) {
 }
 
 /** [`emptyPagePssKiB`] for [`launchBare`] browsers: three launches on the blank page, five
- * samples each from one second after its renderer appears, the median. */
+ * samples each from one second after it opened, the median. */
 export async function emptyBarePssKiB(base) {
   const blanks = [];
   for (let i = 0; i < 3; i++) {
@@ -136,7 +172,7 @@ export async function emptyBarePssKiB(base) {
     const browser = launchBare(`${base}/www/bench/blank.html`);
     try {
       for (let j = 0; j < 100 && renderers(browser.pid).length === 0; j++) await sleep(100);
-      await sleep(1000);
+      await sleep(START_MS + 1000);
       for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB(browser.pid));
     } finally {
       await browser.close();
