@@ -73,6 +73,8 @@ const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await launch();
 const chromium = browser.version();
 
+let bareRuns = 0;
+
 /** One run in a bare browser (`launchBare`: as Playwright's, without the DevTools client whose
  * attachment costs memory of its own), with `memory` its peak renderer PSS sampled every 100 ms. */
 async function runOnce(side, threads, memory, kind = "short") {
@@ -107,7 +109,6 @@ async function runOnce(side, threads, memory, kind = "short") {
     await bare.close();
   }
 }
-let bareRuns = 0;
 
 /** A page's result, or its error thrown. */
 function resultOf(r) {

@@ -1,6 +1,6 @@
 // Process-level measurements the browser benchmarks share: the PSS of the Chromium renderers
 // this node process started (pages and their workers live there), a Chromium with no DevTools
-// client for the memory runs, and small statistics.
+// client for the benchmarks' runs, and small statistics.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -75,15 +75,16 @@ const AS_PLAYWRIGHT = [
 const START_MS = 1500;
 
 /**
- * Chromium opened on `url` (same origin as www/bench/start.html) in a profile of its own with no DevTools client attached, as a user's
- * browser runs: `{ pid, logs, close }`, `logs()` the page's last console lines. The benchmarks'
- * runs use it because Playwright's attachment (it enables Network and Runtime on every page and
- * worker) costs the page memory of its own: in half of 12 two-thread engine loads driven by it,
- * 10–32 MiB of the model file's bytes (consecutive GGUF data, read out of the mapping) sat in the
- * renderer for a few hundred ms around the end of the download, in none of 24 loads without it.
- * Timing is the same either way (a fresh engine's first and second prompt on two threads, medians
- * of 10 interleaved runs: 220.7 and 187.8 ms bare, 222.8 and 188.2 driven). Results come back by
- * POST (www/bench/report.js).
+ * Chromium opened on `url` (an address of the bench server, which serves www/bench/start.html)
+ * in a profile of its own with no DevTools client attached, as a user's browser runs: `{ pid,
+ * logs, close }`, `logs()` the page's last console lines. The benchmarks' runs use it because
+ * Playwright's attachment (it enables Network and Runtime on every page and worker) costs the
+ * page memory of its own: in half of 12 two-thread engine loads driven by it, 10–32 MiB of the
+ * model file's bytes (consecutive GGUF data, read out of the mapping) sat in the renderer for a
+ * few hundred ms around the end of the download, in none of 24 loads without it. Timing is the
+ * same either way (a fresh engine's first and second prompt on two threads, medians of 10
+ * interleaved runs: 220.7 and 187.8 ms bare, 222.8 and 188.2 driven). Results come back by POST
+ * (www/bench/report.js).
  */
 export function launchBare(url) {
   const dir = mkdtempSync(join(tmpdir(), "kopitiam-bare-"));
