@@ -147,37 +147,39 @@ async function busyFraction(ms) {
   return total > 0 ? 1 - (b.idle - a.idle) / total : 0;
 }
 
-
-/** The empty page's renderer PSS (KiB) in a Playwright browser: a blank page of the same origin,
- * three fresh contexts, five samples each, the median — what the benchmarks subtract. */
-export async function emptyPagePssKiB(browser, base) {
+/** The empty page's renderer PSS (KiB), what the benchmarks subtract: three openings of a blank
+ * page of the same origin (`open()` → `{ sample, close }`), five samples each, the median. */
+async function emptyPss(open) {
   const blanks = [];
   for (let i = 0; i < 3; i++) {
     await settle();
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await page.goto(`${base}/www/bench/blank.html`);
-    await sleep(1000);
-    for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB());
-    await context.close();
+    const { sample, close } = await open();
+    try {
+      for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(sample());
+    } finally {
+      await close();
+    }
   }
   return median(blanks);
 }
 
-/** [`emptyPagePssKiB`] for [`launchBare`] browsers: three launches on the blank page, five
- * samples each from one second after it opened, the median. */
-export async function emptyBarePssKiB(base) {
-  const blanks = [];
-  for (let i = 0; i < 3; i++) {
-    await settle();
-    const browser = launchBare(`${base}/www/bench/blank.html`);
-    try {
-      for (let j = 0; j < 100 && renderers(browser.pid).length === 0; j++) await sleep(100);
-      await sleep(START_MS + 1000);
-      for (let j = 0; j < 5; j++, await sleep(100)) blanks.push(rendererPssKiB(browser.pid));
-    } finally {
-      await browser.close();
-    }
-  }
-  return median(blanks);
+/** [`emptyPss`] in fresh contexts of a Playwright browser, one second after the page loaded. */
+export function emptyPagePssKiB(browser, base) {
+  return emptyPss(async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/www/bench/blank.html`);
+    await sleep(1000);
+    return { sample: () => rendererPssKiB(), close: () => context.close() };
+  });
+}
+
+/** [`emptyPss`] in [`launchBare`] browsers, one second after the blank page opened. */
+export function emptyBarePssKiB(base) {
+  return emptyPss(async () => {
+    const bare = launchBare(`${base}/www/bench/blank.html`);
+    for (let j = 0; j < 100 && renderers(bare.pid).length === 0; j++) await sleep(100);
+    await sleep(START_MS + 1000);
+    return { sample: () => rendererPssKiB(bare.pid), close: () => bare.close() };
+  });
 }
