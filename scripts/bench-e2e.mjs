@@ -49,8 +49,8 @@ const KINDS = {
   ctx4096: { prompt: PROMPT, ctx: 4096 },
 };
 const SIDES = {
-  ours: { page: "e2e-ours.html", key: "kopitiamResult" },
-  wllama: { page: "wllama.html", key: "wllamaResult" },
+  ours: { page: "e2e-ours.html" },
+  wllama: { page: "wllama.html" },
 };
 
 if (process.env.KOPITIAM_BENCH_NO_BUILD !== "1") {
@@ -175,8 +175,7 @@ async function pairRun() {
     const q = new URLSearchParams({ model: MODEL_URL, prompt: PROMPT, maxTokens: MAX_TOKENS });
     await page.goto(`${base}/www/bench/pair.html?${q}`);
     await page.waitForFunction(() => window.kopitiamResult, null, { timeout: RUN_TIMEOUT_MS, polling: 200 });
-    const r = await page.evaluate(() => window.kopitiamResult);
-    if (r.error) throw new Error(`${r.error.code ?? "Error"}: ${r.error.message}`);
+    const r = resultOf(await page.evaluate(() => window.kopitiamResult));
     const f = ({ prefill, decode }) => `${prefill.toFixed(1)}/${decode.toFixed(1)}`;
     console.log(`  pair: alone ${f(r.lone)} tok/s (prefill/decode, mean of two), two at once ${r.pair.map(f).join(" + ")}`);
     return r;

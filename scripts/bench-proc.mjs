@@ -94,8 +94,12 @@ export function launchBare(url) {
   const args = [...CHROMIUM_ARGS, ...AS_PLAYWRIGHT, "--headless", "--enable-logging=stderr", `--user-data-dir=${dir}`, start.href];
   // A process group of its own, so closing ends its helper processes too.
   const child = spawn(CHROMIUM, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
-  const exited = new Promise((ok) => child.once("exit", ok));
   const lines = [];
+  // A browser that cannot start ends the run with its reason among the logs, not an uncaught error.
+  const exited = new Promise((ok) => {
+    child.once("exit", ok);
+    child.once("error", (e) => ok(lines.push(`could not start ${CHROMIUM}: ${e.message}`)));
+  });
   let partial = "";
   child.stderr.setEncoding("utf8").on("data", (d) => {
     const parts = (partial + d).split("\n");

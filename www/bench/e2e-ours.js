@@ -1,6 +1,7 @@
 // Our side of `npm run bench:e2e`: the public engine, timed the way a user waits for it.
 // Publishes window.kopitiamResult = { loadMs, wallMs, ttftMs, passBytes, again, text, tokens, stats,
-// info } or { error }; with `?again=1`, `again` holds the rates of the same prompt run a second time.
+// info } or { error }, and POSTs it to `?report=` (report.js); with `?again=1`, `again` holds the
+// rates of the same prompt run a second time.
 import { createEngine } from "../../js/engine.js";
 import { report } from "./report.js";
 

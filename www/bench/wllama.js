@@ -1,6 +1,7 @@
 // The peer side of `npm run bench:e2e`: wllama (llama.cpp in wasm) on the same GGUF, prompt and
 // sampling as e2e-ours.js. Speeds are llama.cpp's own `timings` from the completion response.
-// Publishes window.wllamaResult = { loadMs, prefillTokensPerSecond, … } or { error }.
+// Publishes window.wllamaResult = { loadMs, prefillTokensPerSecond, … } or { error }, and POSTs it
+// to `?report=` (report.js).
 import { Wllama } from "/node_modules/@wllama/wllama/esm/index.js";
 import { report } from "./report.js";
 
