@@ -98,7 +98,10 @@ export function launchBare(url) {
   // A browser that cannot start ends the run with its reason among the logs, not an uncaught error.
   const exited = new Promise((ok) => {
     child.once("exit", ok);
-    child.once("error", (e) => ok(lines.push(`could not start ${CHROMIUM}: ${e.message}`)));
+    child.once("error", (e) => {
+      lines.push(`could not start ${CHROMIUM}: ${e.message}`);
+      ok();
+    });
   });
   let partial = "";
   child.stderr.setEncoding("utf8").on("data", (d) => {

@@ -110,19 +110,23 @@ pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
     // 270M Q4_0's model took to build in Chromium after its download, 49 ms so (the Q4_K_M
     // file: 576–1,047 ms, 101–125 so, with `planes_byte`).
     match dtype {
-        DType::Q4_0 => interleave_with(DType::Q4_0, &Q4_0, rows, nb),
-        DType::Q5_0 => interleave_with(DType::Q5_0, &Q5_0, rows, nb),
-        DType::Q8_0 => interleave_with(DType::Q8_0, &Q8_0, rows, nb),
-        DType::Q4_K => interleave_with(DType::Q4_K, &Q4_K, rows, nb),
-        DType::Q5_K => interleave_with(DType::Q5_K, &Q5_K, rows, nb),
-        DType::Q6_K => interleave_with(DType::Q6_K, &Q6_K, rows, nb),
-        _ => interleave_with(dtype, fields(dtype), rows, nb),
+        DType::Q4_0 => interleave_with(DType::Q4_0, rows, nb),
+        DType::Q5_0 => interleave_with(DType::Q5_0, rows, nb),
+        DType::Q8_0 => interleave_with(DType::Q8_0, rows, nb),
+        DType::Q4_K => interleave_with(DType::Q4_K, rows, nb),
+        DType::Q5_K => interleave_with(DType::Q5_K, rows, nb),
+        DType::Q6_K => interleave_with(DType::Q6_K, rows, nb),
+        _ => Err(Error::UnsupportedDType {
+            op: "interleave",
+            dtype,
+        }),
     }
 }
 
-/// [`interleave`] with `dtype`'s `fields`.
+/// [`interleave`] for one format, inlined where `dtype` is a constant (so are its [`fields`]).
 #[inline(always)]
-fn interleave_with(dtype: DType, fields: &[Field], rows: &mut [u8], nb: usize) -> Result<bool> {
+fn interleave_with(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
+    let fields = fields(dtype);
     let group = check_groups(dtype, rows.len(), nb)?;
     if !scales_finite(dtype, fields, rows) {
         return Ok(false);
@@ -202,32 +206,32 @@ const fn field(file: usize, group: usize, n: usize, times: usize) -> Field {
     }
 }
 
-const Q4_0: [Field; 2] = [field(0, 0, 2, 1), field(2, QS, 4, 4)];
-const Q5_0: [Field; 2] = [field(0, 0, 2, 1), field(6, QS, 4, 4)];
-const Q8_0: [Field; 2] = [field(0, 0, 2, 1), field(2, QS, 4, 8)];
-const Q4_K: [Field; 4] = [
-    field(0, 0, 2, 1),
-    field(2, Q4_K_DMIN, 2, 1),
-    field(4, Q4_K_SCALES, 4, 3),
-    field(16, Q4_K_QS, 4, 32),
-];
-const Q5_K: [Field; 5] = [
-    field(0, 0, 2, 1),
-    field(2, Q4_K_DMIN, 2, 1),
-    field(4, Q4_K_SCALES, 4, 3),
-    field(16, Q5_K_QH, 4, 8),
-    field(48, Q5_K_QS, 4, 32),
-];
-const Q6_K: [Field; 4] = [
-    field(208, 0, 2, 1),
-    field(192, Q6_K_SCALES, 4, 4),
-    field(0, Q6_K_QL, 4, 32),
-    field(128, Q6_K_QH, 4, 16),
-];
-
 /// `dtype`'s group block as runs of its rows' bytes (empty: no ×4 layout). Q5_0's bit planes
 /// are not a plain run ([`pack_block`] builds them).
+#[inline(always)]
 fn fields(dtype: DType) -> &'static [Field] {
+    const Q4_0: [Field; 2] = [field(0, 0, 2, 1), field(2, QS, 4, 4)];
+    const Q5_0: [Field; 2] = [field(0, 0, 2, 1), field(6, QS, 4, 4)];
+    const Q8_0: [Field; 2] = [field(0, 0, 2, 1), field(2, QS, 4, 8)];
+    const Q4_K: [Field; 4] = [
+        field(0, 0, 2, 1),
+        field(2, Q4_K_DMIN, 2, 1),
+        field(4, Q4_K_SCALES, 4, 3),
+        field(16, Q4_K_QS, 4, 32),
+    ];
+    const Q5_K: [Field; 5] = [
+        field(0, 0, 2, 1),
+        field(2, Q4_K_DMIN, 2, 1),
+        field(4, Q4_K_SCALES, 4, 3),
+        field(16, Q5_K_QH, 4, 8),
+        field(48, Q5_K_QS, 4, 32),
+    ];
+    const Q6_K: [Field; 4] = [
+        field(208, 0, 2, 1),
+        field(192, Q6_K_SCALES, 4, 4),
+        field(0, Q6_K_QL, 4, 32),
+        field(128, Q6_K_QH, 4, 16),
+    ];
     match dtype {
         DType::Q4_0 => &Q4_0,
         DType::Q5_0 => &Q5_0,
@@ -302,14 +306,9 @@ fn unpack_block(dtype: DType, blk: &[u8], lane: usize, dst: &mut [u8]) {
     }
 }
 
-/// Bytes per group of `nb`-block `dtype` rows, when `len` is a whole number of groups.
+/// Bytes per group of `nb`-block rows of `dtype` (a ×4 format), when `len` is a whole number of
+/// groups.
 fn check_groups(dtype: DType, len: usize, nb: usize) -> Result<usize> {
-    if !supports(dtype) {
-        return Err(Error::UnsupportedDType {
-            op: "interleave",
-            dtype,
-        });
-    }
     let group = nb
         .checked_mul(group_block(dtype))
         .ok_or_else(|| Error::overflow("×4 group", &[nb, group_block(dtype)]))?;
