@@ -46,9 +46,11 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::storage::try_vec;
+use crate::parallel;
+use crate::storage::{try_vec, try_with_capacity};
 use half::f16;
 use std::ops::Range;
+use std::sync::Mutex;
 
 /// Rows per group.
 pub const GROUP: usize = 4;
@@ -102,20 +104,21 @@ pub const fn group_block(dtype: DType) -> usize {
 
 /// Interleaves `rows` (whole `dtype` rows of `nb` blocks each, a multiple of [`GROUP`] of them)
 /// in place, and returns true; returns false, the rows untouched, when one of their f16 scales is
-/// inf/NaN ([`scales_finite`]). Errors when `dtype` has no ×4 layout, the length is not whole
-/// groups, or the four-row buffer cannot be had.
+/// inf/NaN ([`scales_finite`]). Runs of groups go to the threads, each with a four-row buffer of
+/// its own. Errors when `dtype` has no ×4 layout, the length is not whole groups, or the buffers
+/// cannot be had.
 pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
     // One copy of the work per format, so that its runs' offsets and lengths are constants. With
     // the runs looked up as the loops went, interleaving took 349–453 ms of the ~410 that Gemma 3
     // 270M Q4_0's model took to build in Chromium after its download, 49 ms so (the Q4_K_M
     // file: 576–1,047 ms, 101–125 so, with `planes_byte`).
     match dtype {
-        DType::Q4_0 => interleave_with(DType::Q4_0, rows, nb),
-        DType::Q5_0 => interleave_with(DType::Q5_0, rows, nb),
-        DType::Q8_0 => interleave_with(DType::Q8_0, rows, nb),
-        DType::Q4_K => interleave_with(DType::Q4_K, rows, nb),
-        DType::Q5_K => interleave_with(DType::Q5_K, rows, nb),
-        DType::Q6_K => interleave_with(DType::Q6_K, rows, nb),
+        DType::Q4_0 => interleave_as::<{ DType::Q4_0 as u8 }>(rows, nb),
+        DType::Q5_0 => interleave_as::<{ DType::Q5_0 as u8 }>(rows, nb),
+        DType::Q8_0 => interleave_as::<{ DType::Q8_0 as u8 }>(rows, nb),
+        DType::Q4_K => interleave_as::<{ DType::Q4_K as u8 }>(rows, nb),
+        DType::Q5_K => interleave_as::<{ DType::Q5_K as u8 }>(rows, nb),
+        DType::Q6_K => interleave_as::<{ DType::Q6_K as u8 }>(rows, nb),
         _ => Err(Error::UnsupportedDType {
             op: "interleave",
             dtype,
@@ -123,16 +126,44 @@ pub fn interleave(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
     }
 }
 
-/// [`interleave`] for one format, inlined where `dtype` is a constant (so are its [`fields`]).
+/// The format whose discriminant is `T`: a constant wherever [`interleave_as`] runs, in the
+/// closures that its threads call too (a captured `DType` would be a variable there, and the
+/// loops ran 4× slower, measured in Node's V8).
 #[inline(always)]
-fn interleave_with(dtype: DType, rows: &mut [u8], nb: usize) -> Result<bool> {
-    let fields = fields(dtype);
-    let group = check_groups(dtype, rows.len(), nb)?;
-    if !scales_finite(dtype, fields, rows) {
+fn format<const T: u8>() -> DType {
+    DType::ALL[T as usize]
+}
+
+/// [`interleave`] for the format `T`, its [`fields`] constants: a check of every scale, then
+/// the packing, each over runs of whole groups, a few a thread (the work is the same
+/// everywhere, byte for byte), the packing through a four-row buffer per thread. Building Gemma 3
+/// 270M's model after its download took 85 ms instead of 109 on two threads, 80 instead of 104
+/// on one (shorter calls reach V8's optimised tier sooner), and 108 instead of 159 for the
+/// Q4_K_M file on two (medians of three to five fresh Chromium engines).
+fn interleave_as<const T: u8>(rows: &mut [u8], nb: usize) -> Result<bool> {
+    let group = check_groups(format::<T>(), rows.len(), nb)?;
+    let groups = rows.len() / group;
+    let runs = (4 * parallel::num_threads()).min(groups).max(1);
+    let per = groups.div_ceil(runs).max(1) * group;
+    // One flag a run (bytes: loops over `u8` chunks are compiled already).
+    let mut finite = try_vec(rows.len().div_ceil(per), 1u8)?;
+    let view: &[u8] = rows;
+    parallel::for_each_chunk_mut(&mut finite, 1, |c, f| {
+        let run = &view[c * per..view.len().min((c + 1) * per)];
+        f[0] = u8::from(scales_finite(format::<T>(), fields(format::<T>()), run));
+    });
+    if finite.contains(&0) {
         return Ok(false);
     }
-    let mut tmp = try_vec(group, 0u8)?;
-    pack_groups(dtype, fields, rows, nb, &mut tmp);
+    let mut buffers = try_with_capacity(parallel::num_threads() + 1)?;
+    for _ in 0..buffers.capacity() {
+        buffers.push(Mutex::new(try_vec(group, 0u8)?));
+    }
+    parallel::for_each_chunk_mut(rows, per, |_, run| {
+        let slot = parallel::thread_slot().min(buffers.len() - 1);
+        let mut tmp = buffers[slot].lock().unwrap_or_else(|e| e.into_inner());
+        pack_groups(format::<T>(), fields(format::<T>()), run, nb, &mut tmp);
+    });
     Ok(true)
 }
 
