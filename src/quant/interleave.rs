@@ -134,6 +134,15 @@ fn format<const T: u8>() -> DType {
     DType::ALL[T as usize]
 }
 
+// `format` indexes `DType::ALL` by discriminant.
+const _: () = {
+    let mut i = 0;
+    while i < DType::ALL.len() {
+        assert!(DType::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
 /// [`interleave`] for the format `T`, its [`fields`] constants: a check of every scale, then
 /// the packing, each over runs of whole groups, a few a thread (the work is the same
 /// everywhere, byte for byte), the packing through a four-row buffer per thread. Building Gemma 3
@@ -145,7 +154,8 @@ fn interleave_as<const T: u8>(rows: &mut [u8], nb: usize) -> Result<bool> {
     let groups = rows.len() / group;
     let runs = (4 * parallel::num_threads()).min(groups).max(1);
     let per = groups.div_ceil(runs).max(1) * group;
-    // One flag a run (bytes: loops over `u8` chunks are compiled already).
+    // One flag a run, a byte rather than a bool: the parallel loops over `u8` exist already, and
+    // each new element type brings a copy of their code (and rayon's) into the wasm.
     let mut finite = try_vec(rows.len().div_ceil(per), 1u8)?;
     let view: &[u8] = rows;
     parallel::for_each_chunk_mut(&mut finite, 1, |c, f| {
@@ -155,8 +165,9 @@ fn interleave_as<const T: u8>(rows: &mut [u8], nb: usize) -> Result<bool> {
     if finite.contains(&0) {
         return Ok(false);
     }
-    let mut buffers = try_with_capacity(parallel::num_threads() + 1)?;
-    for _ in 0..buffers.capacity() {
+    let slots = parallel::num_threads() + 1; // `thread_slot` is below this
+    let mut buffers = try_with_capacity(slots)?;
+    for _ in 0..slots {
         buffers.push(Mutex::new(try_vec(group, 0u8)?));
     }
     parallel::for_each_chunk_mut(rows, per, |_, run| {
