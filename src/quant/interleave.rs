@@ -248,6 +248,14 @@ const fn field(file: usize, group: usize, n: usize, times: usize) -> Field {
     }
 }
 
+impl Field {
+    /// Repeat `k` of row `lane`'s run: its byte offsets in a block and in a group block.
+    #[inline(always)]
+    fn at(&self, k: usize, lane: usize) -> (usize, usize) {
+        (self.file + self.n * k, self.group + 16 * k + self.n * lane)
+    }
+}
+
 /// `dtype`'s group block as runs of its rows' bytes (empty: no ×4 layout). Q5_0's bit planes
 /// are not a plain run ([`pack_block`] builds them).
 #[inline(always)]
@@ -288,7 +296,10 @@ fn fields(dtype: DType) -> &'static [Field] {
 /// The `(file, group)` byte offsets of row `lane`'s runs in a block and a group block.
 fn runs(dtype: DType, lane: usize) -> impl Iterator<Item = (usize, usize, usize)> {
     fields(dtype).iter().flat_map(move |f| {
-        (0..f.times).map(move |k| (f.file + f.n * k, f.group + 16 * k + f.n * lane, f.n))
+        (0..f.times).map(move |k| {
+            let (file, group) = f.at(k, lane);
+            (file, group, f.n)
+        })
     })
 }
 
@@ -299,7 +310,7 @@ fn pack_block(dtype: DType, fields: &[Field], src: [&[u8]; GROUP], out: &mut [u8
     for f in fields {
         for k in 0..f.times {
             for (i, s) in src.iter().enumerate() {
-                let (from, to) = (f.file + f.n * k, f.group + 16 * k + f.n * i);
+                let (from, to) = f.at(k, i);
                 out[to..to + f.n].copy_from_slice(&s[from..from + f.n]);
             }
         }
