@@ -1062,6 +1062,52 @@ mod f32_kernels {
         }
     }
 
+    /// `T` heads' softmax by position against each head's row alone through this build's
+    /// `max`, `exp_sum` and a multiply by the reciprocal (bit for bit, so attention's weights
+    /// do not depend on how many heads went together); a head with a NaN gets NaN weights and
+    /// leaves the others alone; the scalar twin does the same with libm's exp.
+    #[test]
+    fn softmax_by_position_is_each_heads_row_alone() {
+        fn check<const T: usize>(rng: &mut Rng) {
+            for n in [0, 1, 3, 4, 5, 7, 8, 64, 257, 1000] {
+                let mut x = rng.vec(n * T, 20.0);
+                if n == 5 && T > 1 {
+                    x[2 * T + 1] = f32::NAN;
+                }
+                let head = |x: &[f32], t: usize| -> Vec<f32> {
+                    x.iter().skip(t).step_by(T).copied().collect()
+                };
+                let mut got = x.clone();
+                k::softmax_by_position::<T>(&mut got);
+                let mut twin = x.clone();
+                s::softmax_by_position::<T>(&mut twin);
+                for t in 0..T {
+                    let mut want = head(&x, t);
+                    let inv = (1.0 / k::exp_sum(&mut want, k::max(&head(&x, t)))) as f32;
+                    want.iter_mut().for_each(|v| *v *= inv);
+                    let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    let got_t = head(&got, t);
+                    let nan = n == 5 && T > 1 && t == 1;
+                    let all_nan = !got_t.is_empty() && got_t.iter().all(|v| v.is_nan());
+                    assert_eq!(all_nan, nan, "T={T} n={n} head {t}");
+                    if !nan {
+                        assert_eq!(bits(&got_t), bits(&want), "T={T} n={n} head {t}");
+                    }
+                    for (a, b) in head(&twin, t).iter().zip(&got_t) {
+                        assert!(
+                            (a - b).abs() <= 1e-6 || (nan && a.is_nan()),
+                            "T={T} n={n}: twin {a}, kernel {b}"
+                        );
+                    }
+                }
+            }
+        }
+        let mut rng = Rng::new(43);
+        check::<1>(&mut rng);
+        check::<2>(&mut rng);
+        check::<4>(&mut rng);
+    }
+
     #[test]
     fn sum_squares_rounds_to_the_same_mean() {
         let mut rng = Rng::new(6);

@@ -12,7 +12,9 @@
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{axpy, axpy4, dot_grid, exp_sum, touch, weighted_rows, TOUCH_AHEAD};
+use crate::ops::kernels::{
+    axpy, axpy4, dot_grid, softmax_by_position, touch, weighted_rows, TOUCH_AHEAD,
+};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -37,11 +39,11 @@ const SPLIT_FROM: usize = 3 * POSITION_BLOCK;
 /// Score buffers, grown (once) for the longest context served.
 #[derive(Default)]
 pub(super) struct AttnScratch {
-    /// Per thread slot: `[8, context]`, the scores of the row that thread is on by head, then
-    /// the weights by position; then `[4, head_dim]`, a value block's sums.
+    /// Per thread slot: `[context, 4]`, the scores of the row that thread is on by position,
+    /// then the weights; then `[4, head_dim]`, a value block's sums.
     slots: Vec<Mutex<Vec<f32>>>,
-    /// [`attend_split`]'s `[4, context]` scores by position, the same by head, and each value
-    /// block's `[4, head_dim]` sums (only with more than one thread).
+    /// [`attend_split`]'s `[context, 4]` scores by position and each value block's
+    /// `[4, head_dim]` sums (only with more than one thread).
     split: Vec<f32>,
 }
 
@@ -51,7 +53,7 @@ impl AttnScratch {
         self.slots
             .resize_with((threads + 1).max(self.slots.len()), Default::default);
         let head_sums = checked_product("attention sums", &[4, cfg.head_dim])?;
-        let scores = checked_product("attention scores", &[8, context])?.saturating_add(head_sums);
+        let scores = checked_product("attention scores", &[4, context])?.saturating_add(head_sums);
         for slot in &mut self.slots {
             grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
         }
@@ -61,9 +63,7 @@ impl AttnScratch {
                 "attention scores",
                 &[
                     4,
-                    context
-                        .saturating_mul(2)
-                        .saturating_add(cfg.head_dim.saturating_mul(blocks)),
+                    context.saturating_add(cfg.head_dim.saturating_mul(blocks)),
                 ],
             )?;
             grow(&mut self.split, split)?;
@@ -173,9 +173,10 @@ fn groups_of(group: usize, heads: Range<usize>) -> impl Iterator<Item = (usize, 
 /// `q` every head's): `out[h] = Σ_j softmax_j(q_h · k_j) v_j`. Query heads that share a KV head
 /// go four (or two) at a time, so each key row is read once per four heads (`dot_grid`) and
 /// each value row once per four heads and eight output elements (`weighted_rows`); both give
-/// the same bits as one head and one position at a time. `scores` holds `8 × positions.len()`;
-/// `prefetch` says the cache rows come from memory (a decoded token's): [`head_scores`] then
-/// keeps four key rows in flight, [`weighted_rows`] touches value rows ahead.
+/// the same bits as one head and one position at a time. `scores` holds `4 × positions.len()`
+/// and `4 × head_dim`; `prefetch` says the cache rows come from memory (a decoded token's):
+/// [`head_scores`] then keeps four key rows in flight, [`weighted_rows`] touches value rows
+/// ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -196,20 +197,18 @@ fn attend(
 ) {
     let hd = cfg.head_dim;
     let (lo, len) = (positions.start, positions.len());
-    let (by_head, rest) = scores.split_at_mut(4 * len);
-    let (by_position, block_sums) = rest.split_at_mut(4 * len);
+    let (by_position, block_sums) = scores.split_at_mut(4 * len);
     let values = cache.values(il, positions);
     let first = heads.start;
     for (kvh, h, take) in head_groups(cfg, heads) {
         let kv = kvh * hd..(kvh + 1) * hd;
         let heads = &q[h * hd..(h + take) * hd];
-        let sc = &mut by_head[..take * len];
+        let sc = &mut by_position[..take * len];
         let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
         head_scores(heads, take, len, key, prefetch, |j, t, v| {
-            sc[t * len + j] = v
+            sc[j * take + t] = v
         });
-        sc.chunks_exact_mut(len.max(1)).for_each(softmax);
-        let p = Weights::new(sc, len, take, by_position);
+        let p = Weights::softmax(sc, take);
         let values = values.get(kv.start..).unwrap_or_default();
         let out = &mut out[(h - first) * hd..(h - first + take) * hd];
         p.weigh(
@@ -225,7 +224,7 @@ fn attend(
 /// [`attend`] for one row with its work spread over the threads: the scores by blocks of
 /// [`POSITION_BLOCK`] positions, then the softmax on this thread, then the weighted values by
 /// blocks of [`VALUE_BLOCK`] positions, whose sums this thread adds up in order. `buf` holds
-/// `8 × positions.len()`, and `4 × head_dim` for each value block. (Split by each head's elements
+/// `4 × positions.len()`, and `4 × head_dim` for each value block. (Split by each head's elements
 /// instead, the weighted values took one thread's time on two: 0.97 against 1.07 ms a token at
 /// position ~1,000.)
 #[inline(never)]
@@ -240,8 +239,7 @@ fn attend_split(
 ) {
     let hd = cfg.head_dim;
     let (lo, len) = (positions.start, positions.len());
-    let (by_position, rest) = buf.split_at_mut(4 * len);
-    let (by_head, parts) = rest.split_at_mut(4 * len);
+    let (by_position, parts) = buf.split_at_mut(4 * len);
     let values = cache.values(il, positions);
     for (kvh, h, take) in head_groups(cfg, 0..cfg.n_head) {
         let kv = kvh * hd..(kvh + 1) * hd;
@@ -253,15 +251,8 @@ fn attend_split(
             let n = chunk.len() / take;
             head_scores(heads, take, n, key, true, |j, t, v| chunk[j * take + t] = v);
         });
-        let p = &mut by_head[..take * len];
-        for (t, row) in p.chunks_exact_mut(len.max(1)).enumerate() {
-            for (j, v) in row.iter_mut().enumerate() {
-                *v = by_position[j * take + t];
-            }
-            softmax(row);
-        }
+        let p = Weights::softmax(&mut by_position[..take * len], take);
         // parts[b·take·hd..][..take·hd] = value block b's Σ_j p_tj v_j, head t's at t·hd
-        let p = Weights::new(p, len, take, by_position);
         let (w, values) = (take * hd, values.get(kv.start..).unwrap_or_default());
         let parts = &mut parts[..value_blocks(len).len() * w];
         parallel::for_each_chunk_mut(parts, w, |b, part| {
@@ -376,35 +367,26 @@ fn rows_by_heads<'c, const H: usize, const R: usize>(
     }
 }
 
-/// Softmax in place: the row then holds the weights `p_j / Σp`.
-fn softmax(row: &mut [f32]) {
-    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let inv = (1.0 / exp_sum(row, max)) as f32;
-    row.iter_mut().for_each(|v| *v *= inv);
-}
-
-/// A row's softmax weights for one, two or four heads: by head (`len` each), and for more than
-/// one also by position (`[len, take]`, the order [`weighted_rows`] reads).
+/// A row's softmax weights for one, two or four heads, by position (`[len, take]`, the order
+/// the scores come in and [`weighted_rows`] reads).
 struct Weights<'a> {
-    by_head: &'a [f32],
     by_position: &'a [f32],
     len: usize,
     take: usize,
 }
 
 impl<'a> Weights<'a> {
-    /// `p` holds `take` rows of `len` weights; two or four heads' are copied by position into
-    /// `buf` (`take × len`).
-    fn new(p: &'a [f32], len: usize, take: usize, buf: &'a mut [f32]) -> Weights<'a> {
-        let by_position = &mut buf[..if take > 1 { take * len } else { 0 }];
-        for (j, row) in by_position.chunks_exact_mut(take).enumerate() {
-            for (t, v) in row.iter_mut().enumerate() {
-                *v = p[t * len + j];
-            }
+    /// The weights of the `take` heads' scores `p` (by position), in place: each head's
+    /// `p_j = e^(s_j − max) / Σe`, with the bits of that head's row alone.
+    fn softmax(p: &'a mut [f32], take: usize) -> Weights<'a> {
+        match take {
+            4 => softmax_by_position::<4>(p),
+            2 => softmax_by_position::<2>(p),
+            _ => softmax_by_position::<1>(p),
         }
+        let len = p.len() / take.max(1);
         Weights {
-            by_head: p,
-            by_position,
+            by_position: p,
             len,
             take,
         }
@@ -445,7 +427,7 @@ impl<'a> Weights<'a> {
         match self.take {
             4 => weighted_heads::<4>(by_position(4), values, stride, out, prefetch),
             2 => weighted_heads::<2>(by_position(2), values, stride, out, prefetch),
-            _ => weighted_sum(&self.by_head[rows.clone()], values, stride, out),
+            _ => weighted_sum(&self.by_position[rows.clone()], values, stride, out),
         }
     }
 }

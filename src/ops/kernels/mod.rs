@@ -5,8 +5,9 @@
 //! IEEE operation per element (wasm SIMD has no implicit FMA), and `dot` fixes its summation
 //! order — element `i` goes to accumulator `i % 4`, the tail to lanes 0.. in order, and the
 //! result is `(acc0 + acc1) + (acc2 + acc3)`. Two exceptions, with bounds the tests check:
-//! transcendental `unary` ops and `exp_sum` use a vectorised `exp` (≤ 3 ulp from libm's; `tanh` ≤ 4e-7
-//! absolute), and `sum_squares` adds in two f64 lanes (rounding to f32 afterwards hides it).
+//! transcendental `unary` ops, `exp_sum` and `softmax_by_position` use a vectorised `exp` (≤ 3
+//! ulp from libm's; `tanh` ≤ 4e-7 absolute), and `sum_squares` adds in two f64 lanes (rounding to
+//! f32 afterwards hides it).
 
 pub mod scalar;
 
@@ -16,14 +17,24 @@ pub mod simd128;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
     argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
-    round_to_f16, sum_squares, unary, weighted_rows,
+    round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128::{
     argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
-    round_to_f16, sum_squares, unary, weighted_rows,
+    round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
 };
+
+/// The larger of `a` and `b`, NaN if either is: a running max that a NaN poisons, as `max`'s.
+#[inline(always)]
+fn nan_max(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else {
+        a.max(b)
+    }
+}
 
 /// Rows ahead of the one being computed that attention's loops [`touch`]: measured in Chromium
 /// (one thread, decode at position ~1,000), 8 beat 4 and matched 16 and 32.

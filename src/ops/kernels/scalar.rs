@@ -143,6 +143,28 @@ pub fn exp_sum(y: &mut [f32], shift: f32) -> f64 {
     sum
 }
 
+/// Softmax in place of `T` heads' rows stored by position (`x[j·T + t]` is head `t`'s score at
+/// position `j`; a tail shorter than `T` is left alone): each head's row gets what it would get
+/// alone, `max`, `exp_sum` and a multiply by `(1 / Σ) as f32`. Attention's scores come by
+/// position (one key row serves `T` heads), and its weighted values read them so.
+pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
+    let whole = x.len() / T * T;
+    let x = &mut x[..whole];
+    for t in 0..T {
+        let mut shift = f32::NEG_INFINITY;
+        for &v in x.iter().skip(t).step_by(T) {
+            shift = super::nan_max(shift, v);
+        }
+        let mut sum = 0.0f64;
+        for v in x.iter_mut().skip(t).step_by(T) {
+            *v = (*v - shift).exp();
+            sum += *v as f64;
+        }
+        let inv = (1.0 / sum) as f32;
+        x.iter_mut().skip(t).step_by(T).for_each(|v| *v *= inv);
+    }
+}
+
 /// Σ x[i]² in f64 (each square rounded to f32 first, as ggml's RMSNorm does), sequentially.
 pub fn sum_squares(x: &[f32]) -> f64 {
     x.iter().map(|&v| (v * v) as f64).sum()

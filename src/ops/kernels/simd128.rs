@@ -2,7 +2,7 @@
 
 use core::arch::wasm32::*;
 
-use super::{Arith, Unary};
+use super::{nan_max, Arith, Unary};
 use crate::quant::kernels::simd128::{f32_lanes, i32_lanes};
 
 #[inline(always)]
@@ -498,6 +498,84 @@ pub fn exp_sum(y: &mut [f32], shift: f32) -> f64 {
         sum += *v as f64;
     }
     sum
+}
+
+/// See `scalar::softmax_by_position`. Each head's row gets [`exp_sum`]'s bits as if alone
+/// (`exp4` on the positions below its whole fours, libm on the rest, the sum in position order),
+/// a vector now holding `4 / T` positions of the `T` heads (lane `l` is head `l % T`), so the
+/// max, the exponentials, the heads' sums (in f64 lanes) and the scaling all run on vectors,
+/// where one head's row at a time took a scalar max and sum chain per element.
+pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
+    const { assert!(T == 1 || T == 2 || T == 4) };
+    let n = x.len() / T;
+    let x = &mut x[..n * T];
+    if T == 1 {
+        let inv = (1.0 / exp_sum(x, max(x))) as f32;
+        x.iter_mut().for_each(|v| *v *= inv);
+        return;
+    }
+    let whole = x.len() / 4 * 4;
+    let head_vector = |h: [f32; T]| f32x4(h[0], h[1 % T], h[2 % T], h[3 % T]);
+    let shift = heads_max::<T>(x, whole);
+    let s = head_vector(shift);
+    let body = n / 4 * 4 * T;
+    let (mut lo, mut hi) = (f64x2_splat(0.0), f64x2_splat(0.0));
+    for i in (0..body).step_by(4) {
+        let e = exp4(f32x4_sub(load(&x[i..]), s));
+        store(&mut x[i..], e);
+        let high = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(e, e));
+        lo = f64x2_add(lo, f64x2_promote_low_f32x4(e));
+        // Four heads: lanes 2, 3 are heads 2, 3; two heads: the next position of heads 0, 1.
+        if T == 4 {
+            hi = f64x2_add(hi, high);
+        } else {
+            lo = f64x2_add(lo, high);
+        }
+    }
+    let mut sums = [0.0f64; T];
+    sums[0] = f64x2_extract_lane::<0>(lo);
+    sums[1] = f64x2_extract_lane::<1>(lo);
+    if T == 4 {
+        sums[2 % T] = f64x2_extract_lane::<0>(hi);
+        sums[3 % T] = f64x2_extract_lane::<1>(hi);
+    }
+    for (i, v) in x.iter_mut().enumerate().skip(body) {
+        *v = (*v - shift[i % T]).exp();
+        sums[i % T] += *v as f64;
+    }
+    let inv = sums.map(|s| (1.0 / s) as f32);
+    let iv = head_vector(inv);
+    for i in (0..whole).step_by(4) {
+        let v = f32x4_mul(load(&x[i..]), iv);
+        store(&mut x[i..], v);
+    }
+    for (i, v) in x.iter_mut().enumerate().skip(whole) {
+        *v *= inv[i % T];
+    }
+}
+
+/// Each of `T` heads' largest score in `x` (by position, see [`softmax_by_position`]), NaN for a
+/// head with a NaN: `pmax` from −∞ passes NaN lanes over, so a second mask records them.
+/// `whole` is `x.len()` rounded down to whole vectors.
+#[inline(always)]
+fn heads_max<const T: usize>(x: &[f32], whole: usize) -> [f32; T] {
+    let (mut m, mut nan) = (f32x4_splat(f32::NEG_INFINITY), i32x4_splat(0));
+    for i in (0..whole).step_by(4) {
+        let v = load(&x[i..]);
+        nan = v128_or(nan, f32x4_ne(v, v));
+        m = f32x4_pmax(m, v);
+    }
+    let mut out = [f32::NEG_INFINITY; T];
+    let mut take = |l: usize, v: f32, bad: bool| {
+        out[l % T] = nan_max(out[l % T], if bad { f32::NAN } else { v });
+    };
+    for (l, (v, bad)) in f32_lanes(m).into_iter().zip(i32_lanes(nan)).enumerate() {
+        take(l, v, bad != 0);
+    }
+    for (i, &v) in x.iter().enumerate().skip(whole) {
+        take(i, v, v.is_nan());
+    }
+    out
 }
 
 /// Σ x[i]² with each square rounded to f32 and summed in two f64 lanes.
