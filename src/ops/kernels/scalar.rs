@@ -148,6 +148,7 @@ pub fn exp_sum(y: &mut [f32], shift: f32) -> f64 {
 /// alone, `max`, `exp_sum` and a multiply by `(1 / Σ) as f32`. Attention's scores come by
 /// position (one key row serves `T` heads), and its weighted values read them so.
 pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
+    const { assert!(T > 0) };
     let whole = x.len() / T * T;
     let x = &mut x[..whole];
     for t in 0..T {
