@@ -283,18 +283,19 @@ fn add_into(out: &mut [f32], part: &[f32]) {
 
 /// `put(j, t, q_t · key(j))` for the one, two or four query heads `t` in `heads` and the rows
 /// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
-/// with `prefetch` four rows, two heads at a time; two heads and one head take four rows; the
-/// tails one row at a time; every score has `dot`'s bits. Measured in Chromium against one key
-/// row at a time: a 1,060-token prompt's attention 1.69 → 1.46 ms a token (fastest of five).
+/// with `prefetch` one row at a time; two heads and one head take four rows; the tails one row
+/// at a time; every score has `dot`'s bits. Measured in Chromium against one key row at a time:
+/// a 1,060-token prompt's attention 1.69 → 1.46 ms a token (fastest of five).
 ///
-/// A decoded token's key rows (`prefetch`) come from memory: four in flight at once beat two
-/// (one thread at position ~1,000, medians of six, 2.06 → 1.81 ms a token), and the rows
-/// [`TOUCH_AHEAD`] further on are touched as well. On a host whose cores rather than its memory
-/// set the pace (one thread, medians of four, attention ms a token at ~100 / ~1,000 positions):
-/// four heads' sixteen chains spill, and two passes of two heads over the four rows took 0.89 /
-/// 3.36 → 0.81 / 3.23; touching took that to 0.72 / 2.91, and two threads' head shares (two
-/// heads each) 0.65 / 2.25 → 0.45 / 2.07 (two-thread decode 144 → 158 tok/s). Touching 16 rows
-/// ahead was no better.
+/// A decoded token's key rows (`prefetch`) come from memory. Four heads read them one row at a
+/// time in order, untouched, which the CPU's own prefetcher streams: a decoded token's attention
+/// at ~1,000 positions 2.77 → 2.11 ms on one thread and 1.86 → 1.51 on two, at ~100 0.68 → 0.57
+/// (section profile, medians of three interleaved runs; in a wasm loop over 80 MB of key rows,
+/// 0.13 → 0.077 µs a row from memory and 0.080 → 0.067 from the caches), against two passes of
+/// two heads over four rows with the rows [`TOUCH_AHEAD`] on touched, whose loads wait on memory
+/// in order. Two heads and one head still take four rows and touch ahead: at the time, four in
+/// flight beat two (2.06 → 1.81 ms a token at ~1,000) and touching took two threads' head shares
+/// (two heads each) from 0.65 / 2.25 to 0.45 / 2.07 ms a token at ~100 / ~1,000 positions.
 #[inline(always)]
 fn head_scores<'c>(
     heads: &[f32],
@@ -315,13 +316,7 @@ fn head_scores<'c>(
     match take {
         4 => {
             let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
-            while prefetch && j + 4 <= n {
-                touch_ahead(j);
-                rows_by_heads::<2, 4>([qs[0], qs[1]], &key, j, &mut put);
-                rows_by_heads::<2, 4>([qs[2], qs[3]], &key, j, &mut |j, t, v| put(j, t + 2, v));
-                j += 4;
-            }
-            while j + 2 <= n {
+            while !prefetch && j + 2 <= n {
                 rows_by_heads::<4, 2>(qs, &key, j, &mut put);
                 j += 2;
             }
