@@ -175,8 +175,8 @@ fn groups_of(group: usize, heads: Range<usize>) -> impl Iterator<Item = (usize, 
 /// each value row once per four heads and eight output elements (`weighted_rows`); both give
 /// the same bits as one head and one position at a time. `scores` holds `4 × positions.len()`
 /// and `4 × head_dim`; `prefetch` says the cache rows come from memory (a decoded token's):
-/// [`head_scores`] then keeps four key rows in flight, [`weighted_rows`] touches value rows
-/// ahead.
+/// [`head_scores`] then reads four heads' key rows one at a time in order (fewer heads' four at a
+/// time, touched ahead), [`weighted_rows`] touches value rows ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -316,6 +316,7 @@ fn head_scores<'c>(
     match take {
         4 => {
             let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
+            // A prompt's rows two at a time; a decoded token's (and the tail) one at a time below.
             while !prefetch && j + 2 <= n {
                 rows_by_heads::<4, 2>(qs, &key, j, &mut put);
                 j += 2;
