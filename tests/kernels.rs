@@ -1109,14 +1109,22 @@ mod f32_kernels {
     }
 
     #[test]
-    fn sum_squares_rounds_to_the_same_mean() {
+    fn sum_squares_equals_scalar_twin_and_in_order_sum() {
         let mut rng = Rng::new(6);
-        for n in [1, 3, 4, 5, 64, 640, 2049] {
+        for n in [0, 1, 3, 4, 5, 7, 8, 9, 64, 640, 2049] {
             let x = rng.vec(n, 50.0);
             let (a, b) = (k::sum_squares(&x), s::sum_squares(&x));
-            // Two f64 lanes vs one: the difference is far below an f32 ulp of the mean.
-            assert!(((a - b) / b).abs() < 1e-13, "n={n}: {a} vs {b}");
-            assert_eq!((a / n as f64) as f32, (b / n as f64) as f32, "n={n}");
+            assert_eq!(a.to_bits(), b.to_bits(), "n={n}: {a} vs {b}");
+            // Against ggml's order (one f64 sum in order): the same f32 mean.
+            let in_order: f64 = x.iter().map(|&v| (v * v) as f64).sum();
+            assert!(
+                ((a - in_order) / in_order.max(1e-300)).abs() < 1e-13,
+                "n={n}"
+            );
+            assert_eq!(
+                (a / n.max(1) as f64) as f32,
+                (in_order / n.max(1) as f64) as f32
+            );
         }
     }
 

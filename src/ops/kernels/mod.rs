@@ -4,10 +4,9 @@
 //! Every SIMD kernel returns the same bits as its scalar twin: elementwise kernels do the same
 //! IEEE operation per element (wasm SIMD has no implicit FMA), and `dot` fixes its summation
 //! order — element `i` goes to accumulator `i % 4`, the tail to lanes 0.. in order, and the
-//! result is `(acc0 + acc1) + (acc2 + acc3)`. Two exceptions, with bounds the tests check:
-//! transcendental `unary` ops, `exp_sum` and `softmax_by_position` use a vectorised `exp` (≤ 3
-//! ulp from libm's; `tanh` ≤ 4e-7 absolute), and `sum_squares` adds in two f64 lanes (rounding to
-//! f32 afterwards hides it).
+//! result is `(acc0 + acc1) + (acc2 + acc3)`; `sum_squares` fixes its eight f64 lanes likewise.
+//! One exception, with bounds the tests check: transcendental `unary` ops, `exp_sum` and
+//! `softmax_by_position` use a vectorised `exp` (≤ 3 ulp from libm's; `tanh` ≤ 4e-7 absolute).
 
 pub mod scalar;
 

@@ -166,7 +166,21 @@ pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
     }
 }
 
-/// Σ x[i]² in f64 (each square rounded to f32 first, as ggml's RMSNorm does), sequentially.
+/// Σ x[i]² in f64, each square rounded to f32 first (as ggml's RMSNorm does; ggml then adds them
+/// in order, we in eight lanes so that the vector kernel has chains to overlap — the order
+/// changes the f64 sum by ulps far below an f32 ulp of the mean): element `i` of the whole
+/// eights into lane `i % 8`, the lanes added as `((l0 + l2) + (l4 + l6)) + ((l1 + l3) + (l5 +
+/// l7))`, then the rest in order.
 pub fn sum_squares(x: &[f32]) -> f64 {
-    x.iter().map(|&v| (v * v) as f64).sum()
+    let body = x.len() / 8 * 8;
+    let mut lane = [0.0f64; 8];
+    for (i, &v) in x[..body].iter().enumerate() {
+        lane[i % 8] += (v * v) as f64;
+    }
+    let l = lane;
+    let mut sum = ((l[0] + l[2]) + (l[4] + l[6])) + ((l[1] + l[3]) + (l[5] + l[7]));
+    for &v in &x[body..] {
+        sum += (v * v) as f64;
+    }
+    sum
 }

@@ -578,20 +578,24 @@ fn heads_max<const T: usize>(x: &[f32], whole: usize) -> [f32; T] {
     out
 }
 
-/// Σ x[i]² with each square rounded to f32 and summed in two f64 lanes.
+/// See `scalar::sum_squares` (same bits): the eight f64 lanes in four vectors, whose chains of
+/// adds overlap. (With two lanes in one vector, each add waited on the one before: the RMS norm
+/// of a 256-element head took 0.53 against 0.30 ns an element in Chromium.)
 pub fn sum_squares(x: &[f32]) -> f64 {
-    let body = x.len() / 4 * 4;
-    let mut acc = f64x2_splat(0.0);
-    for i in (0..body).step_by(4) {
-        let v = load(&x[i..]);
-        let sq = f32x4_mul(v, v);
-        acc = f64x2_add(acc, f64x2_promote_low_f32x4(sq));
-        acc = f64x2_add(
-            acc,
-            f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(sq, sq)),
-        );
+    let body = x.len() / 8 * 8;
+    let [mut l01, mut l23, mut l45, mut l67] = [f64x2_splat(0.0); 4];
+    let high = |sq: v128| f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(sq, sq));
+    for i in (0..body).step_by(8) {
+        // SAFETY: `i + 8 <= body <= x.len()`.
+        let (a, b) = unsafe { (load_at(x.as_ptr(), i), load_at(x.as_ptr(), i + 4)) };
+        let (a, b) = (f32x4_mul(a, a), f32x4_mul(b, b));
+        l01 = f64x2_add(l01, f64x2_promote_low_f32x4(a));
+        l23 = f64x2_add(l23, high(a));
+        l45 = f64x2_add(l45, f64x2_promote_low_f32x4(b));
+        l67 = f64x2_add(l67, high(b));
     }
-    let mut sum = f64x2_extract_lane::<0>(acc) + f64x2_extract_lane::<1>(acc);
+    let lanes = f64x2_add(f64x2_add(l01, l23), f64x2_add(l45, l67));
+    let mut sum = f64x2_extract_lane::<0>(lanes) + f64x2_extract_lane::<1>(lanes);
     for &v in &x[body..] {
         sum += (v * v) as f64;
     }
