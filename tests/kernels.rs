@@ -1109,7 +1109,7 @@ mod f32_kernels {
     }
 
     #[test]
-    fn sum_squares_equals_scalar_twin_and_in_order_sum() {
+    fn sum_squares_equals_its_twin_and_gives_ggmls_mean() {
         let mut rng = Rng::new(6);
         for n in [0, 1, 3, 4, 5, 7, 8, 9, 64, 640, 2049] {
             let x = rng.vec(n, 50.0);

@@ -173,11 +173,10 @@ pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
 /// l7))`, then the rest in order.
 pub fn sum_squares(x: &[f32]) -> f64 {
     let body = x.len() / 8 * 8;
-    let mut lane = [0.0f64; 8];
+    let mut l = [0.0f64; 8];
     for (i, &v) in x[..body].iter().enumerate() {
-        lane[i % 8] += (v * v) as f64;
+        l[i % 8] += (v * v) as f64;
     }
-    let l = lane;
     let mut sum = ((l[0] + l[2]) + (l[4] + l[6])) + ((l[1] + l[3]) + (l[5] + l[7]));
     for &v in &x[body..] {
         sum += (v * v) as f64;
