@@ -19,6 +19,12 @@ fn store(y: &mut [f32], v: v128) {
     unsafe { v128_store(y.as_mut_ptr() as *mut v128, v) }
 }
 
+/// Lanes 2 and 3 of `v` (f32) as an f64x2: `f64x2_promote_low_f32x4`'s other half.
+#[inline(always)]
+fn promote_high(v: v128) -> v128 {
+    f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v))
+}
+
 /// Four f32s at `x + i`, unchecked: for loops that check every slice's length once up front
 /// (with [`load`], a check per load stayed in LLVM's loop).
 ///
@@ -523,7 +529,7 @@ pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
     for i in (0..body).step_by(4) {
         let e = exp4(f32x4_sub(load(&x[i..]), s));
         store(&mut x[i..], e);
-        let high = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(e, e));
+        let high = promote_high(e);
         lo = f64x2_add(lo, f64x2_promote_low_f32x4(e));
         // Four heads: lanes 2, 3 are heads 2, 3; two heads: the next position of heads 0, 1.
         if T == 4 {
@@ -584,15 +590,14 @@ fn heads_max<const T: usize>(x: &[f32], whole: usize) -> [f32; T] {
 pub fn sum_squares(x: &[f32]) -> f64 {
     let body = x.len() / 8 * 8;
     let [mut l01, mut l23, mut l45, mut l67] = [f64x2_splat(0.0); 4];
-    let high = |sq: v128| f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(sq, sq));
     for i in (0..body).step_by(8) {
         // SAFETY: `i + 8 <= body <= x.len()`.
         let (a, b) = unsafe { (load_at(x.as_ptr(), i), load_at(x.as_ptr(), i + 4)) };
         let (a, b) = (f32x4_mul(a, a), f32x4_mul(b, b));
         l01 = f64x2_add(l01, f64x2_promote_low_f32x4(a));
-        l23 = f64x2_add(l23, high(a));
+        l23 = f64x2_add(l23, promote_high(a));
         l45 = f64x2_add(l45, f64x2_promote_low_f32x4(b));
-        l67 = f64x2_add(l67, high(b));
+        l67 = f64x2_add(l67, promote_high(b));
     }
     let lanes = f64x2_add(f64x2_add(l01, l23), f64x2_add(l45, l67));
     let mut sum = f64x2_extract_lane::<0>(lanes) + f64x2_extract_lane::<1>(lanes);
