@@ -148,6 +148,9 @@ fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_
             (4, 20, 4),
             (7, 1, 8),
             (9, 6, 16),
+            // Two-group tiles with an odd group left, and with whole tiles only.
+            (5, 3, 12),
+            (8, 5, 8),
         ] {
             let n_in = blocks * 32;
             let mut w = match dtype {

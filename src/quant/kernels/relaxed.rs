@@ -183,6 +183,34 @@ impl X4 for Q4_0x4 {
         }
         acc.map(|v| i32x4_extadd_pairwise_i16x8(v))
     }
+
+    const PAIRS: bool = true;
+
+    /// As [`Q4_0x4::isum`], each row's activation words loaded once for both groups (see
+    /// `x4::group_pair_rows`).
+    #[inline(always)]
+    unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4]) -> [[v128; 4]; 2] {
+        let mask = u8x16_splat(0x0F);
+        let mut acc = [[i16x8_splat(0); 4]; 2];
+        for k in 0..4 {
+            let v = blk.map(|b| v128_load(b.add(QS + 16 * k) as *const v128));
+            let (lo, hi) = (
+                v.map(|v| v128_and(v, mask)),
+                v.map(|v| high_nibbles(v, mask)),
+            );
+            for (i, &xi) in x.iter().enumerate() {
+                let (xl, xh) = (
+                    v128_load32_splat(xi.add(4 * k) as *const u32),
+                    v128_load32_splat(xi.add(16 + 4 * k) as *const u32),
+                );
+                for (j, a) in acc.iter_mut().enumerate() {
+                    let d = i16x8_add(dot16_relaxed(xl, lo[j]), dot16_relaxed(xh, hi[j]));
+                    a[i] = if k == 0 { d } else { i16x8_add(a[i], d) };
+                }
+            }
+        }
+        acc.map(|a| a.map(|v| i32x4_extadd_pairwise_i16x8(v)))
+    }
 }
 
 impl X4 for Q5_0x4 {
