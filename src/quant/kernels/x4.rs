@@ -99,6 +99,10 @@ impl X4 for Q8_0x4 {
 /// layout's SIMD128 dots it took Gemma 3 270M's decode from 52 to 78 tok/s (Q4_0) and from 34
 /// to 61 (Q4_K_M, whose Q5_0 gate/up went 9.5 → 3.0 ms a token), prefill 221 → 281 and 134 →
 /// 164 (one thread; 94 → 136 and 61 → 102 tok/s decode on two; interleaved A/Bs in Chromium).
+///
+/// Tiles keep one group (`X4::PAIRS` false): paired like the relaxed Q4_0 kernel, a wasm loop of
+/// the kernel alone ran 50–52 against 43–46 GOP/s, but the one-thread simd build's prefill in
+/// fresh Chromium engines went 193 → 150 tok/s (205 → 184 on the prompt again; medians of four).
 #[cfg(not(target_feature = "relaxed-simd"))]
 struct Nibbles<const FIFTH: bool>;
 
@@ -126,33 +130,6 @@ impl<const FIFTH: bool> X4 for Nibbles<FIFTH> {
             add_wide(&mut acc, widen_u8(hi), x, 32 + 8 * k);
         }
         acc.map(row_lanes)
-    }
-
-    /// Q4_0's pairs: 44–53 GOP/s against 43–46 on the 2,048 × 640 tile. (Q5_0's ran no faster,
-    /// 35.8 against 36.6: it keeps the default.)
-    const PAIRS: bool = !FIFTH;
-
-    #[inline(always)]
-    unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4]) -> [[v128; 4]; 2] {
-        if FIFTH {
-            return blk.map(|b| Self::isum::<4>(b, x));
-        }
-        let mask = u8x16_splat(0x0F);
-        let mut acc = [[(i32x4_splat(0), i32x4_splat(0)); 4]; 2];
-        for k in 0..4 {
-            let v = blk.map(|b| v128_load(b.add(QS + 16 * k) as *const v128));
-            let (lo, hi) = (
-                v.map(|v| v128_and(v, mask)),
-                v.map(|v| high_nibbles(v, mask)),
-            );
-            for (at, half) in [(8 * k, lo), (32 + 8 * k, hi)] {
-                let xw = x.map(|x| v128_load64_splat(x.add(at) as *const u64));
-                for (a, u) in acc.iter_mut().zip(half) {
-                    add_pair_dots(a, widen_u8(u), xw);
-                }
-            }
-        }
-        acc.map(|a| a.map(row_lanes))
     }
 }
 
