@@ -280,12 +280,12 @@ unsafe fn group_rows<F: X4, const N: usize>(
 /// [`group_rows`] of two groups (`w` and `w + group`) against activation rows `r0..r0 + 4`
 /// (`[j][i]`: group `j`, row `r0 + i`), in the same f32 order. Each activation load serves both
 /// groups (`X4::isum_pair`). In Chromium (relaxed build, fastest of 12) a 2,048 × 640 Q4_0
-/// matrix against 106 rows ran 86–90 GOP/s so against 72–78 a group at a time, 640 × 2,048
-/// 89–94 against 81–82; Gemma 3 270M Q4_0's prefill went 307 → 354 tok/s on one thread and 542
-/// → 622 on two (section profiles, medians of four interleaved runs). Three or four groups, or
-/// two against eight rows, ran no faster than one. The sixteen accumulators (four block sets of two groups' four rows) live in memory,
-/// indexed by block: as `accumulate_blocks4_n`'s unrolled sets V8 spilled them with the rest
-/// and the tile ran 72–80 GOP/s against 89–91.
+/// matrix against 106 rows ran 86–90 GOP/s against 72–78 a group at a time, 640 × 2,048 89–94
+/// against 81–82; Gemma 3 270M Q4_0's prefill went 307 → 354 tok/s on one thread and 542 → 622
+/// on two (section profiles, medians of four interleaved runs). Three or four groups, or two
+/// against eight rows, ran no faster than one. The sixteen accumulators (four block sets of two
+/// groups' four rows) live in memory, indexed by block: as `accumulate_blocks4_n`'s unrolled
+/// sets V8 spilled them with the rest and the tile ran 72–80 GOP/s against 89–91.
 ///
 /// # Safety
 /// `w` must point at two whole groups of `group` bytes (`act.blocks()` blocks each), and rows
