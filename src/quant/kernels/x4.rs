@@ -239,6 +239,68 @@ pub(super) fn put_groups<const N: usize>(sums: [v128; N], out: &mut [f32], strid
     }
 }
 
+/// Activation rows `r0..r0 + N` as the ×4 tiles read them: each row's first block as `isum`
+/// reads it, the bytes between blocks, and each row's block scales and quant sums.
+struct ActRows<const N: usize> {
+    x: [*const u8; N],
+    x_block: usize,
+    dx: [*const f32; N],
+    sx8: [*const i32; N],
+}
+
+impl<const N: usize> ActRows<N> {
+    /// # Safety
+    /// Rows `r0..r0 + N` must exist in `act` (and with [`X4::WIDE`], its widened rows).
+    #[inline(always)]
+    unsafe fn new<F: X4>(act: &Q8Act, r0: usize) -> Self {
+        let nb = act.blocks();
+        let (x, x_block): ([*const u8; N], usize) = if F::WIDE {
+            let wide = |i: usize| act.wide_row(r0 + i).as_ptr() as *const u8;
+            (core::array::from_fn(wide), 64)
+        } else {
+            let first = |i: usize| act.q8().as_ptr().add((r0 + i) * nb * Q8_BYTES + 2);
+            (core::array::from_fn(first), Q8_BYTES)
+        };
+        ActRows {
+            x,
+            x_block,
+            dx: core::array::from_fn(|i| act.dx().as_ptr().add((r0 + i) * nb)),
+            sx8: core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb)),
+        }
+    }
+
+    /// Each row's activation block `b`.
+    ///
+    /// # Safety
+    /// Block `b` must exist in every row.
+    #[inline(always)]
+    unsafe fn block(&self, b: usize) -> [*const u8; N] {
+        self.x.map(|p| p.add(b * self.x_block))
+    }
+
+    /// `acc + (dw · dx) · (isum − t·sx8)` for row `i`'s block `b` (`t` = [`X4::SX8_TIMES`]): one
+    /// block's integer sums of one group, scaled in the twin's f32 steps.
+    ///
+    /// # Safety
+    /// Block `b` must exist in row `i`.
+    #[inline(always)]
+    unsafe fn scaled_add<F: X4>(
+        &self,
+        acc: v128,
+        isum: v128,
+        dw: v128,
+        i: usize,
+        b: usize,
+    ) -> v128 {
+        let isum = match F::SX8_TIMES {
+            0 => isum,
+            t => i32x4_sub(isum, i32x4_splat(*self.sx8[i].add(b) * t)),
+        };
+        let scale = f32x4_mul(dw, f32x4_splat(*self.dx[i].add(b)));
+        f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
+    }
+}
+
 /// The four sums of one group against activation rows `r0..r0 + N`, lane = weight row, each in
 /// the canonical block order. The weight scales are finite (`interleave` leaves a matrix with an
 /// inf/NaN one in the file's layout), so they convert without the per-block check.
@@ -252,28 +314,12 @@ unsafe fn group_rows<F: X4, const N: usize>(
     act: &Q8Act,
     r0: usize,
 ) -> [v128; N] {
-    // Each row's first activation block as `isum` reads it, and the bytes between blocks.
-    let (x, x_block): ([*const u8; N], usize) = if F::WIDE {
-        let wide = |i: usize| act.wide_row(r0 + i).as_ptr() as *const u8;
-        (core::array::from_fn(wide), 64)
-    } else {
-        let first = |i: usize| act.q8().as_ptr().add((r0 + i) * nb * Q8_BYTES + 2);
-        (core::array::from_fn(first), Q8_BYTES)
-    };
-    let dx: [*const f32; N] = core::array::from_fn(|i| act.dx().as_ptr().add((r0 + i) * nb));
-    let sx8: [*const i32; N] = core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb));
+    let rows = ActRows::<N>::new::<F>(act, r0);
     accumulate_blocks4_n::<N>(nb, |b, acc| {
         let blk = wg.add(b * group_block(F::DTYPE));
         let dw = f16x4(blk);
-        let isum = F::isum::<N>(blk, x.map(|p| p.add(b * x_block)));
-        core::array::from_fn(|i| {
-            let isum = match F::SX8_TIMES {
-                0 => isum[i],
-                t => i32x4_sub(isum[i], i32x4_splat(*sx8[i].add(b) * t)),
-            };
-            let scale = f32x4_mul(dw, f32x4_splat(*dx[i].add(b)));
-            f32x4_add(acc[i], f32x4_mul(scale, f32x4_convert_i32x4(isum)))
-        })
+        let isum = F::isum::<N>(blk, rows.block(b));
+        core::array::from_fn(|i| rows.scaled_add::<F>(acc[i], isum[i], dw, i, b))
     })
 }
 
@@ -297,29 +343,16 @@ unsafe fn group_pair_rows<F: X4>(
     act: &Q8Act,
     r0: usize,
 ) -> [[v128; 4]; 2] {
-    let nb = act.blocks();
-    let x: [*const u8; 4] = if F::WIDE {
-        core::array::from_fn(|i| act.wide_row(r0 + i).as_ptr() as *const u8)
-    } else {
-        core::array::from_fn(|i| act.q8().as_ptr().add((r0 + i) * nb * Q8_BYTES + 2))
-    };
-    let x_block = if F::WIDE { 64 } else { Q8_BYTES };
-    let dx: [*const f32; 4] = core::array::from_fn(|i| act.dx().as_ptr().add((r0 + i) * nb));
-    let sx8: [*const i32; 4] = core::array::from_fn(|i| act.sx8().as_ptr().add((r0 + i) * nb));
+    let rows = ActRows::<4>::new::<F>(act, r0);
     let mut sets = [[[f32x4_splat(0.0); 4]; 2]; 4];
-    for b in 0..nb {
+    for b in 0..act.blocks() {
         let blk = [w, w.add(group)].map(|p| p.add(b * group_block(F::DTYPE)));
-        let isum = F::isum_pair(blk, x.map(|p| p.add(b * x_block)));
+        let isum = F::isum_pair(blk, rows.block(b));
         let set = &mut sets[b % 4];
         for j in 0..2 {
             let dw = f16x4(blk[j]);
             for i in 0..4 {
-                let isum = match F::SX8_TIMES {
-                    0 => isum[j][i],
-                    t => i32x4_sub(isum[j][i], i32x4_splat(*sx8[i].add(b) * t)),
-                };
-                let scale = f32x4_mul(dw, f32x4_splat(*dx[i].add(b)));
-                set[j][i] = f32x4_add(set[j][i], f32x4_mul(scale, f32x4_convert_i32x4(isum)));
+                set[j][i] = rows.scaled_add::<F>(set[j][i], isum[j][i], dw, i, b);
             }
         }
     }
