@@ -363,9 +363,10 @@ fn chunked_prefill_equals_one_pass() {
 /// same tokens. With more threads than rows (natively on a multi-core machine; the threaded
 /// wasm build) a decoded token's attention is spread over the threads by its query heads below
 /// 192 positions and by blocks of positions from there (its scores, then its weighted values),
-/// while a prompt's rows are spread one row per thread: all must agree. The Gemma fixture has
-/// sliding-window layers and two query heads per KV head (`dot_grid` and `weighted_rows` for
-/// two); the llama mix has four per KV head.
+/// while a prompt's rows go up to four at a time (by blocks of keys; 250 rows leave two for the
+/// last call): all must agree. The Gemma fixture has sliding-window layers (each of four rows
+/// then sees other positions) and two query heads per KV head (`dot_grid` and `weighted_rows`
+/// for two); the llama mix has four per KV head.
 #[test]
 fn decoded_tokens_equal_the_rows_of_one_pass() {
     const MIX: &[u8] = include_bytes!("fixtures/tiny-llama-mix/tiny-llama-mix.gguf");

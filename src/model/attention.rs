@@ -1,11 +1,11 @@
 //! Attention over the KV cache: `att[i, h] = Σ_j softmax_j(q_ih · k_j) v_j` for a batch of query
 //! rows, each over the positions it may see.
 //!
-//! A prompt has more rows than threads, so its rows are spread over them, one row per call of
-//! [`attend`]. A decoded token is one row: from [`SPLIT_FROM`] positions [`attend_split`] spreads
-//! that row's positions over the threads (blocks of them for the scores, then for the weighted
-//! values), which at position ~1,000 is a fifth of a two-thread token; below, [`attend`] runs
-//! on each thread for a share of the query heads. Every path computes every score and output
+//! A prompt has more rows than threads, so its rows are spread over them, up to [`ROWS`] rows
+//! per call of [`attend`]. A decoded token is one row: from [`SPLIT_FROM`] positions
+//! [`attend_split`] spreads that row's positions over the threads (blocks of them for the
+//! scores, then for the weighted values), which at position ~1,000 is a fifth of a two-thread
+//! token; below, [`attend`] runs on each thread for a share of the query heads. Every path computes every score and output
 //! element with the same operations in the same order, so the bits do not depend on the path
 //! or the thread count.
 
@@ -24,6 +24,14 @@ use std::sync::Mutex;
 /// Positions per chunk of [`attend_split`]'s scores.
 const POSITION_BLOCK: usize = 64;
 
+/// A prompt's query rows per call of [`attend`]: each key block and value block it reads from
+/// the L3 cache then serves this many rows from the L1 and L2.
+const ROWS: usize = 4;
+
+/// Positions per block of keys when [`attend`] has several rows: a block's key rows (1 KB a
+/// position for a 256-wide KV head) stay in the L1 while every row takes its scores from them.
+const KEY_BLOCK: usize = 32;
+
 /// Positions per block of the weighted values: every path sums `Σ_j p_j v_j` block by block and
 /// adds the blocks' sums in order, so [`attend_split`] can hand the blocks to the threads with
 /// the bits of one thread's loop, and a block's rows stay in cache over the passes that
@@ -39,8 +47,8 @@ const SPLIT_FROM: usize = 3 * POSITION_BLOCK;
 /// Score buffers, grown (once) for the longest context served.
 #[derive(Default)]
 pub(super) struct AttnScratch {
-    /// Per thread slot: `[context, 4]`, the scores of the row that thread is on by position,
-    /// then the weights; then `[4, head_dim]`, a value block's sums.
+    /// Per thread slot: `[ROWS, context, 4]`, the scores of the rows that thread is on by
+    /// position, then the weights; then `[4, head_dim]`, a value block's sums.
     slots: Vec<Mutex<Vec<f32>>>,
     /// [`attend_split`]'s `[context, 4]` scores by position and each value block's
     /// `[4, head_dim]` sums (only with more than one thread).
@@ -53,7 +61,8 @@ impl AttnScratch {
         self.slots
             .resize_with((threads + 1).max(self.slots.len()), Default::default);
         let head_sums = checked_product("attention sums", &[4, cfg.head_dim])?;
-        let scores = checked_product("attention scores", &[4, context])?.saturating_add(head_sums);
+        let scores =
+            checked_product("attention scores", &[ROWS, 4, context])?.saturating_add(head_sums);
         for slot in &mut self.slots {
             grow(slot.get_mut().unwrap_or_else(|e| e.into_inner()), scores)?;
         }
@@ -112,29 +121,26 @@ pub(super) fn attention(
             parallel::for_each_chunk_mut(out, per_share * cfg.head_dim, |c, out| {
                 let heads = c * per_share..c * per_share + out.len() / cfg.head_dim;
                 let sc = &mut slot();
-                attend(
-                    cfg,
-                    cache,
-                    il,
-                    positions.clone(),
-                    heads,
-                    q,
-                    out,
-                    sc,
-                    prefetch,
-                );
+                let rows = [positions.clone()];
+                attend(cfg, cache, il, &rows, heads, q, out, sc, prefetch);
             });
         }
         return;
     }
-    parallel::for_each_chunk_mut(att, qd, |i, out| {
-        let q = &q[i * qd..(i + 1) * qd];
-        let (positions, heads) = (window(pos0 + i), 0..cfg.n_head);
+    // Up to ROWS rows a chunk, fewer where that would leave a thread fewer than two chunks.
+    let per = (att.len() / qd)
+        .div_ceil(2 * parallel::num_threads())
+        .clamp(1, ROWS);
+    parallel::for_each_chunk_mut(att, per * qd, |c, out| {
+        let (i, n) = (c * per, out.len() / qd);
+        let rows: [Range<usize>; ROWS] = core::array::from_fn(|r| window(pos0 + i + r));
+        let q = &q[i * qd..(i + n) * qd];
+        let heads = 0..cfg.n_head;
         attend(
             cfg,
             cache,
             il,
-            positions,
+            &rows[..n],
             heads,
             q,
             out,
@@ -169,14 +175,17 @@ fn groups_of(group: usize, heads: Range<usize>) -> impl Iterator<Item = (usize, 
     })
 }
 
-/// One token's attention over `positions` for the query heads `heads` (`out` holds theirs,
-/// `q` every head's): `out[h] = Σ_j softmax_j(q_h · k_j) v_j`. Query heads that share a KV head
-/// go four (or two) at a time, so each key row is read once per four heads (`dot_grid`) and
-/// each value row once per four heads and eight output elements (`weighted_rows`); both give
-/// the same bits as one head and one position at a time. `scores` holds `4 × positions.len()`
-/// and `4 × head_dim`; `prefetch` says the cache rows come from memory (a decoded token's):
-/// [`head_scores`] then reads four heads' key rows one at a time in order (fewer heads' four at a
-/// time, touched ahead), [`weighted_rows`] touches value rows ahead.
+/// The attention of `rows.len()` query rows, row `r` over the positions `rows[r]`, for the
+/// query heads `heads` (`out` holds each row's, `q` each row's every head):
+/// `out[r, h] = Σ_j softmax_j(q_rh · k_j) v_j`. Query heads that share a KV head go four (or
+/// two) at a time, so each key row is read once per four heads (`dot_grid`) and each value row
+/// once per four heads and eight output elements (`weighted_rows`); several rows take each key
+/// block ([`row_scores`]) and each value block in turn, so a block read from the L3 serves them
+/// all. Every path gives the same bits as one row, one head and one position at a time.
+/// `scores` holds `4 × rows.len()` times the longest row's positions, and `4 × head_dim`;
+/// `prefetch` says the cache rows come from memory (a decoded token's): [`head_scores`] then
+/// reads four heads' key rows one at a time in order (fewer heads' four at a time, touched
+/// ahead), [`weighted_rows`] touches value rows ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -188,7 +197,7 @@ fn attend(
     cfg: &Config,
     cache: &KvCache,
     il: usize,
-    positions: Range<usize>,
+    rows: &[Range<usize>],
     heads: Range<usize>,
     q: &[f32],
     out: &mut [f32],
@@ -196,28 +205,73 @@ fn attend(
     prefetch: bool,
 ) {
     let hd = cfg.head_dim;
-    let (lo, len) = (positions.start, positions.len());
-    let (by_position, block_sums) = scores.split_at_mut(4 * len);
-    let values = cache.values(il, positions);
+    let (n, od) = (rows.len().min(ROWS), heads.len() * hd);
+    let span = rows.iter().map(|p| p.len()).max().unwrap_or(0);
+    let (by_position, block_sums) = scores.split_at_mut(4 * span * n);
     let first = heads.start;
     for (kvh, h, take) in head_groups(cfg, heads) {
         let kv = kvh * hd..(kvh + 1) * hd;
-        let heads = &q[h * hd..(h + take) * hd];
-        let sc = &mut by_position[..take * len];
-        let key = |j: usize| &cache.key(il, lo + j)[kv.clone()];
-        head_scores(heads, take, len, key, prefetch, |j, t, v| {
-            sc[j * take + t] = v
+        let mut chunks = by_position.chunks_mut(4 * span.max(1));
+        let mut sc: [&mut [f32]; ROWS] = core::array::from_fn(|r| {
+            let len = rows.get(r).map_or(0, |p| take * p.len());
+            chunks.next().map_or(&mut [][..], |c| &mut c[..len])
         });
-        let p = Weights::softmax(sc, take);
-        let values = values.get(kv.start..).unwrap_or_default();
-        let out = &mut out[(h - first) * hd..(h - first + take) * hd];
-        p.weigh(
-            values,
-            cache.kv_dim(),
-            out,
-            &mut block_sums[..take * hd],
-            prefetch,
-        );
+        let q_rows = |r: usize| &q[r * cfg.q_dim()..][h * hd..(h + take) * hd];
+        row_scores(&rows[..n], q_rows, take, cache, il, &kv, &mut sc, prefetch);
+        let weights = sc.map(|p| Weights::softmax(p, take));
+        let blocks = rows.iter().map(|p| value_blocks(p.len()).len()).max();
+        for b in 0..blocks.unwrap_or(0) {
+            for (r, (p, w)) in rows.iter().zip(&weights).enumerate() {
+                if b >= value_blocks(p.len()).len() {
+                    continue;
+                }
+                let values = cache.values(il, p.clone()).get(kv.start..);
+                let (values, rows) = (values.unwrap_or_default(), value_block(p.len(), b));
+                let out = &mut out[r * od + (h - first) * hd..][..take * hd];
+                let kv_dim = cache.kv_dim();
+                if b == 0 {
+                    w.weigh_rows(rows, values, kv_dim, out, prefetch);
+                } else {
+                    let sums = &mut block_sums[..take * hd];
+                    w.weigh_rows(rows, values, kv_dim, sums, prefetch);
+                    add_into(out, sums);
+                }
+            }
+        }
+    }
+}
+
+/// `put`s each row's scores into `sc[r]` (`[positions, take]`) through [`head_scores`]: one row
+/// in one piece, several by blocks of [`KEY_BLOCK`] positions, every row taking a block while
+/// its keys are in the L1. (At ~1,000 positions a layer's keys are ~1 MB: each row read them
+/// from the L3.)
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn row_scores<'q>(
+    rows: &[Range<usize>],
+    q_rows: impl Fn(usize) -> &'q [f32],
+    take: usize,
+    cache: &KvCache,
+    il: usize,
+    kv: &Range<usize>,
+    sc: &mut [&mut [f32]; ROWS],
+    prefetch: bool,
+) {
+    let lo = rows.iter().map(|p| p.start).min().unwrap_or(0);
+    let hi = rows.iter().map(|p| p.end).max().unwrap_or(0);
+    let block = if rows.len() > 1 { KEY_BLOCK } else { hi - lo };
+    for b in (lo..hi).step_by(block.max(1)) {
+        for (r, (p, sc)) in rows.iter().zip(sc.iter_mut()).enumerate() {
+            let (start, end) = (b.max(p.start), (b + block).min(p.end));
+            if start >= end {
+                continue;
+            }
+            let key = |j: usize| &cache.key(il, start + j)[kv.clone()];
+            let at = (start - p.start) * take;
+            head_scores(q_rows(r), take, end - start, key, prefetch, |j, t, v| {
+                sc[at + j * take + t] = v
+            });
+        }
     }
 }
 
@@ -367,7 +421,6 @@ fn rows_by_heads<'c, const H: usize, const R: usize>(
 /// the scores come in and [`weighted_rows`] reads).
 struct Weights<'a> {
     by_position: &'a [f32],
-    len: usize,
     take: usize,
 }
 
@@ -380,36 +433,14 @@ impl<'a> Weights<'a> {
             2 => softmax_by_position::<2>(p),
             _ => softmax_by_position::<1>(p),
         }
-        let len = p.len() / take.max(1);
         Weights {
             by_position: p,
-            len,
             take,
         }
     }
 
-    /// `out_t = Σ_j p_t[j] · v_j` for each head `t`, `out` holding the heads' rows one after
-    /// another and `v_j` the row of `values` at `j · stride`: block by block ([`value_blocks`]),
-    /// each block's sums (in `block_sums`, as long as `out`) added to the first's in order.
-    fn weigh(
-        &self,
-        values: &[f32],
-        stride: usize,
-        out: &mut [f32],
-        block_sums: &mut [f32],
-        prefetch: bool,
-    ) {
-        for (b, rows) in value_blocks(self.len).enumerate() {
-            if b == 0 {
-                self.weigh_rows(rows, values, stride, out, prefetch);
-            } else {
-                self.weigh_rows(rows, values, stride, block_sums, prefetch);
-                add_into(out, block_sums);
-            }
-        }
-    }
-
-    /// [`Weights::weigh`] over the positions `rows` alone, in one piece.
+    /// `out_t = Σ_j p_t[j] · v_j` over the positions `j` in `rows` for each head `t`, `out`
+    /// holding the heads' rows one after another and `v_j` the row of `values` at `j · stride`.
     fn weigh_rows(
         &self,
         rows: Range<usize>,
