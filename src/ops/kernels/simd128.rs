@@ -190,21 +190,43 @@ unsafe fn rows_times_weights<const T: usize, const C: usize>(
 
 /// See `scalar::gated_f16_table` (same bits): four lanes at a time go to f16 with
 /// `quant::f32_to_f16_finite`'s two paths (a select between them) and back from the table with
-/// `quant::f16_to_f32`'s, only the four table reads being scalar.
+/// `quant::f16_to_f32`'s, only the four table reads being scalar. Four vectors an iteration: V8
+/// then builds the dozen constants once before the loop, not once a vector inside it (measured
+/// in Chromium on 2,048 elements: 2.65 → 1.84 ns an element; two vectors 2.08).
 pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
     let n = gate.len().min(up.len());
     let body = n / 4 * 4;
-    let (lo, hi) = (f32x4_splat(-10.0), f32x4_splat(10.0));
-    for i in (0..body).step_by(4) {
-        let x = load(&gate[i..]);
-        let h = f32_to_f16_finite4(x);
-        let look = i32_lanes(h).map(|h| u32::from(table[(h & 0xFFFF) as usize]));
-        let g = f16_to_f32_4(u32x4(look[0], look[1], look[2], look[3]));
-        let g = v128_bitselect(x, g, f32x4_ge(x, hi));
-        let g = v128_andnot(g, f32x4_le(x, lo));
-        store(&mut gate[i..], f32x4_mul(g, load(&up[i..])));
+    let (g, u) = (gate.as_mut_ptr(), up.as_ptr());
+    let mut i = 0;
+    // SAFETY: every step reads and writes elements `i..i + 4` with `i + 4 <= body <= n`, the
+    // length of both `gate` and `up` at least.
+    unsafe {
+        while i + 16 <= body {
+            (0..4).for_each(|s| gated_step(table, g, u, i + 4 * s));
+            i += 16;
+        }
+        while i < body {
+            gated_step(table, g, u, i);
+            i += 4;
+        }
     }
     super::scalar::gated_f16_table(table, &mut gate[body..n], &up[body..n]);
+}
+
+/// Elements `i..i + 4` of [`gated_f16_table`].
+///
+/// # Safety
+/// `g` and `u` must have four readable (and in `g` writable) f32s from `i`.
+#[inline(always)]
+unsafe fn gated_step(table: &[u16; 65536], g: *mut f32, u: *const f32, i: usize) {
+    let (lo, hi) = (f32x4_splat(-10.0), f32x4_splat(10.0));
+    let x = load_at(g, i);
+    let h = f32_to_f16_finite4(x);
+    let look = i32_lanes(h).map(|h| u32::from(table[(h & 0xFFFF) as usize]));
+    let v = f16_to_f32_4(u32x4(look[0], look[1], look[2], look[3]));
+    let v = v128_bitselect(x, v, f32x4_ge(x, hi));
+    let v = v128_andnot(v, f32x4_le(x, lo));
+    store_at(g, i, f32x4_mul(v, load_at(u, i)));
 }
 
 /// See `scalar::round_to_f16` (same bits): four lanes to f16 and back with the GELU path's
