@@ -548,9 +548,7 @@ pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
     let s = head_vector(shift);
     let body = n / 4 * 4 * T;
     let (mut lo, mut hi) = (f64x2_splat(0.0), f64x2_splat(0.0));
-    for i in (0..body).step_by(4) {
-        let e = exp4(f32x4_sub(load(&x[i..]), s));
-        store(&mut x[i..], e);
+    let mut add = |e: v128| {
         let high = promote_high(e);
         lo = f64x2_add(lo, f64x2_promote_low_f32x4(e));
         // Four heads: lanes 2, 3 are heads 2, 3; two heads: the next position of heads 0, 1.
@@ -559,6 +557,22 @@ pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
         } else {
             lo = f64x2_add(lo, high);
         }
+    };
+    // Four vectors an iteration, as `gated_f16_table`'s: `exp4`'s constants then stay out of
+    // the loop in V8's code. The sums still take the vectors in order.
+    let mut i = 0;
+    while i + 16 <= body {
+        let e: [v128; 4] = core::array::from_fn(|v| exp4(f32x4_sub(load(&x[i + 4 * v..]), s)));
+        for (v, e) in e.into_iter().enumerate() {
+            store(&mut x[i + 4 * v..], e);
+            add(e);
+        }
+        i += 16;
+    }
+    for i in (i..body).step_by(4) {
+        let e = exp4(f32x4_sub(load(&x[i..]), s));
+        store(&mut x[i..], e);
+        add(e);
     }
     let mut sums = [0.0f64; T];
     sums[0] = f64x2_extract_lane::<0>(lo);
