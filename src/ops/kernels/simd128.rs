@@ -48,7 +48,8 @@ unsafe fn store_at(y: *mut f32, i: usize, v: v128) {
 /// leaves these loops rolled, and in V8's code each iteration's index arithmetic, bounds checks,
 /// branch and loop interrupt check were as many instructions as a step's arithmetic. Measured
 /// in Chromium on four heads' scores over 512 key rows: 0.050 → 0.036 ms; four steps an
-/// iteration ran slower than two.
+/// iteration ran slower than two. (`dot_grid`'s grids of eight chains have since gone back to one
+/// step an iteration: with two, V8 spilled their accumulators.)
 #[inline(always)]
 fn by_two_chunks(body: usize, mut step: impl FnMut(usize)) {
     let mut i = 0;
