@@ -204,10 +204,10 @@ fn attend(
     scores: &mut [f32],
     prefetch: bool,
 ) {
-    let hd = cfg.head_dim;
-    let (n, od) = (rows.len().min(ROWS), heads.len() * hd);
+    let (hd, kv_dim) = (cfg.head_dim, cache.kv_dim());
+    let (rows, od) = (&rows[..rows.len().min(ROWS)], heads.len() * hd);
     let span = rows.iter().map(|p| p.len()).max().unwrap_or(0);
-    let (by_position, block_sums) = scores.split_at_mut(4 * span * n);
+    let (by_position, block_sums) = scores.split_at_mut(4 * span * rows.len());
     let first = heads.start;
     for (kvh, h, take) in head_groups(cfg, heads) {
         let kv = kvh * hd..(kvh + 1) * hd;
@@ -217,7 +217,7 @@ fn attend(
             chunks.next().map_or(&mut [][..], |c| &mut c[..len])
         });
         let q_rows = |r: usize| &q[r * cfg.q_dim()..][h * hd..(h + take) * hd];
-        row_scores(&rows[..n], q_rows, take, cache, il, &kv, &mut sc, prefetch);
+        row_scores(rows, q_rows, take, cache, il, &kv, &mut sc, prefetch);
         let weights = sc.map(|p| Weights::softmax(p, take));
         let blocks = rows.iter().map(|p| value_blocks(p.len()).len()).max();
         for b in 0..blocks.unwrap_or(0) {
@@ -228,7 +228,6 @@ fn attend(
                 let values = cache.values(il, p.clone()).get(kv.start..);
                 let (values, rows) = (values.unwrap_or_default(), value_block(p.len(), b));
                 let out = &mut out[r * od + (h - first) * hd..][..take * hd];
-                let kv_dim = cache.kv_dim();
                 if b == 0 {
                     w.weigh_rows(rows, values, kv_dim, out, prefetch);
                 } else {
