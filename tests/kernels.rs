@@ -762,13 +762,13 @@ mod f32_kernels {
             }
             let a = [0.3, -1.7, 2.5, 0.01];
             let (mut p, mut q) = (y.clone(), y.clone());
-            k::axpy4(a, xr, &mut p);
+            k::axpy_rows(a, xr, &mut p);
             for (c, x) in a.iter().zip(xr) {
-                s::axpy(*c, x, &mut q);
+                s::axpy_rows([*c], [x], &mut q);
             }
             assert!(
                 p.iter().zip(&q).all(|(u, v)| u.to_bits() == v.to_bits()),
-                "axpy4 n={n}"
+                "axpy_rows::<4> n={n}"
             );
             check_weighted_rows::<1>(&mut rng, n);
             check_weighted_rows::<2>(&mut rng, n);
@@ -776,8 +776,8 @@ mod f32_kernels {
         }
     }
 
-    /// `T` heads' weights over rows of a strided buffer (`weighted_rows`), against `axpy` row
-    /// by row. Twenty rows: some have rows `TOUCH_AHEAD` ahead to prefetch.
+    /// `T` heads' weights over rows of a strided buffer (`weighted_rows`), against `axpy_rows`
+    /// row by row. Twenty rows: some have rows `TOUCH_AHEAD` ahead to prefetch.
     fn check_weighted_rows<const T: usize>(rng: &mut Rng, n: usize) {
         fn outputs<const T: usize>(outs: &mut [Vec<f32>]) -> [&mut [f32]; T] {
             let mut it = outs.iter_mut();
@@ -802,7 +802,7 @@ mod f32_kernels {
                     let mut want = vec![0.0; n];
                     for (j, c) in weights.chunks_exact(T).enumerate() {
                         let row = x.get(j * stride..).unwrap_or_default();
-                        s::axpy(c[t], &row[..n.min(row.len())], &mut want);
+                        s::axpy_rows([c[t]], [&row[..n.min(row.len())]], &mut want);
                     }
                     assert!(
                         o.iter().zip(&want).all(|(u, v)| u.to_bits() == v.to_bits()),
@@ -926,6 +926,34 @@ mod f32_kernels {
             assert_eq!(k::argmax(x), first_max(x), "{x:?}");
             assert_eq!(s::argmax(x), first_max(x), "scalar {x:?}");
         }
+    }
+
+    /// Attention's kernels add each term with one multiply-add, rounded once where the build's
+    /// `madd` fuses and twice elsewhere: `(1 + 2⁻¹²)² − (1 + 2⁻¹¹)` is 2⁻²⁴ exactly, and 0 with the
+    /// product rounded to f32 first (worked out by hand; a tie to even).
+    #[test]
+    fn multiply_add_kernels_round_as_the_builds_madd() {
+        let (x, c) = (1.0 + 2f32.powi(-12), 1.0 + 2f32.powi(-11));
+        let want = if k::madd_fuses() { 2f32.powi(-24) } else { 0.0 };
+        #[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
+        assert!(!k::madd_fuses(), "only the relaxed-SIMD build may fuse");
+        // Element 4 goes to accumulator 0, which holds −c from element 0.
+        let mut a = vec![0.0f32; 8];
+        let mut b = vec![0.0f32; 8];
+        (a[0], b[0], a[4], b[4]) = (-c, 1.0, x, x);
+        assert_eq!(k::dot(&a, &b), want, "dot");
+        assert_eq!(
+            k::dot_grid([&a[..]; 4], [&b[..]; 2]),
+            [[want; 4]; 2],
+            "dot_grid"
+        );
+        let mut y = vec![-c; 4];
+        k::axpy_rows([x], [&[x; 4][..]], &mut y);
+        assert_eq!(y, [want; 4], "axpy_rows");
+        let (values, weights) = ([1.0, 1.0, 1.0, 1.0, x, x, x, x], [-c, x]);
+        let mut out = [0.0f32; 4];
+        k::weighted_rows::<1>(&weights, &values, 4, &mut [&mut out[..]], false);
+        assert_eq!(out, [want; 4], "weighted_rows");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
 use crate::ops::kernels::{
-    axpy, axpy4, dot_grid, softmax_by_position, touch, weighted_rows, TOUCH_AHEAD,
+    axpy_rows, dot_grid, softmax_by_position, touch, weighted_rows, TOUCH_AHEAD,
 };
 use crate::parallel;
 use crate::shape::checked_product;
@@ -473,7 +473,7 @@ fn weighted_heads<const T: usize>(
 }
 
 /// `o = Σ_j p[j] · v_j`, `v_j` the row of `values` at `j · stride`: four positions at a time
-/// (`axpy4`), the tail one by one.
+/// (`axpy_rows`), the tail one by one.
 fn weighted_sum(p: &[f32], values: &[f32], stride: usize, o: &mut [f32]) {
     let w = o.len();
     let value = |j: usize| &values[j * stride..][..w];
@@ -481,11 +481,11 @@ fn weighted_sum(p: &[f32], values: &[f32], stride: usize, o: &mut [f32]) {
     let mut j = 0;
     while j + 4 <= p.len() {
         let c = [p[j], p[j + 1], p[j + 2], p[j + 3]];
-        axpy4(c, [value(j), value(j + 1), value(j + 2), value(j + 3)], o);
+        axpy_rows(c, [value(j), value(j + 1), value(j + 2), value(j + 3)], o);
         j += 4;
     }
     for (j, &c) in p.iter().enumerate().skip(j) {
-        axpy(c, value(j), o);
+        axpy_rows([c], [value(j)], o);
     }
 }
 

@@ -5,6 +5,9 @@
 //! IEEE operation per element (wasm SIMD has no implicit FMA), and `dot` fixes its summation
 //! order — element `i` goes to accumulator `i % 4`, the tail to lanes 0.. in order, and the
 //! result is `(acc0 + acc1) + (acc2 + acc3)`; `sum_squares` fixes its eight f64 lanes likewise.
+//! Attention's multiply-add kernels (`dot`, `dot_grid`, `axpy_rows`, `weighted_rows`) take each
+//! `a · b + c` as [`madd`], which in the relaxed-SIMD build the engine may fuse; their twins ask
+//! the engine which it does (`axpy`, the Tensor API's matmul, keeps the textbook loop's bits).
 //! One exception, with bounds the tests check: transcendental `unary` ops, `exp_sum` and
 //! `softmax_by_position` use a vectorised `exp` (≤ 3 ulp from libm's; `tanh` ≤ 4e-7 absolute).
 
@@ -15,15 +18,46 @@ pub mod simd128;
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
-    argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
-    round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
+    argmax, axpy, axpy_rows, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table,
+    max, round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128::{
-    argmax, axpy, axpy4, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table, max,
-    round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
+    argmax, axpy, axpy_rows, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table,
+    max, round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
 };
+
+/// `a · b + c` as this build's multiply-add kernels compute it: rounded twice, or in the
+/// relaxed-SIMD build as `f32x4_relaxed_madd` does in this engine. The relaxed build takes that
+/// instruction because V8 fuses it where the CPU has FMA (both its tiers): one instruction for
+/// two, which in Chromium took four heads' weighted value rows from 0.0076 to 0.0052 ms a block
+/// of 128. An engine picks one behaviour for every instruction, so the bits still do not depend
+/// on the path or the thread count; they do differ between builds.
+#[inline(always)]
+pub fn madd(a: f32, b: f32, c: f32) -> f32 {
+    if madd_fuses() {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// Whether this engine's `f32x4_relaxed_madd` rounds once, asked of the instruction itself:
+/// `(1 + 2⁻¹²)² − (1 + 2⁻¹¹)` is 2⁻²⁴ fused and 0 with the product rounded first (a tie to even).
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub fn madd_fuses() -> bool {
+    use core::arch::wasm32::{f32x4_extract_lane, f32x4_relaxed_madd, f32x4_splat};
+    let x = f32x4_splat(core::hint::black_box(1.0 + 1.0 / 4096.0));
+    let r = f32x4_relaxed_madd(x, x, f32x4_splat(-(1.0 + 1.0 / 2048.0)));
+    f32x4_extract_lane::<0>(r) != 0.0
+}
+
+/// Whether this build's multiply-add rounds once: never outside the relaxed-SIMD build.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
+pub const fn madd_fuses() -> bool {
+    false
+}
 
 /// The larger of `a` and `b`, NaN if either is: a running max that a NaN poisons, as `max`'s.
 #[inline(always)]

@@ -1,6 +1,6 @@
 //! Scalar twins of the f32 kernels.
 
-use super::{Arith, Unary};
+use super::{madd, Arith, Unary};
 
 /// `y[i] += a * x[i]`.
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
@@ -15,17 +15,19 @@ pub fn dot_grid<const H: usize, const R: usize>(xs: [&[f32]; H], ys: [&[f32]; R]
     ys.map(|y| xs.map(|x| dot(x, y)))
 }
 
-/// `axpy(a[0], xs[0], y)` then `a[1], xs[1]` … `a[3], xs[3]`: the same bits as the four calls
-/// (each element takes the four terms in order), with `y` read and written once.
-pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
+/// `y[i] = madd(a[k], xs[k][i], y[i])` for `k = 0, 1, … N − 1` in turn: attention's rows of
+/// values weighed into `y` (each element takes the `N` terms in order).
+pub fn axpy_rows<const N: usize>(a: [f32; N], xs: [&[f32]; N], y: &mut [f32]) {
     for (a, x) in a.iter().zip(xs) {
-        axpy(*a, x, y);
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y = madd(*a, x, *y);
+        }
     }
 }
 
 /// `ys[t] = Σ_j a[T·j + t] · x[j·stride..][..w]` for the `T` outputs `t` (each `w` wide), from
 /// zero, the terms in `j` order: attention's `T` heads of one KV head weighing its value rows,
-/// `a` their weights by position. Each output has the bits of `axpy` calls in `j` order.
+/// `a` their weights by position. Each output has the bits of `axpy_rows` calls in `j` order.
 /// A row that `x` ends inside adds the elements it has, and rows past its end nothing.
 /// `prefetch` asks the SIMD version to [`touch`](super::touch) rows ahead; it changes no bits.
 pub fn weighted_rows<const T: usize>(
@@ -41,7 +43,7 @@ pub fn weighted_rows<const T: usize>(
             let Some(row) = j.checked_mul(stride).and_then(|at| x.get(at..)) else {
                 break;
             };
-            axpy(a[t], row, y);
+            axpy_rows([a[t]], [row], y);
         }
     }
 }
@@ -71,16 +73,16 @@ pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
     }
 }
 
-/// Σ x[i]·y[i] in the shared four-accumulator order.
+/// Σ x[i]·y[i] in the shared four-accumulator order, each term added by [`madd`].
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
     let mut acc = [0.0f32; 4];
     let body = n / 4 * 4;
     for i in 0..body {
-        acc[i % 4] += x[i] * y[i];
+        acc[i % 4] = madd(x[i], y[i], acc[i % 4]);
     }
     for (lane, i) in (body..n).enumerate() {
-        acc[lane] += x[i] * y[i];
+        acc[lane] = madd(x[i], y[i], acc[lane]);
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3])
 }

@@ -2,7 +2,7 @@
 
 use core::arch::wasm32::*;
 
-use super::{nan_max, Arith, Unary};
+use super::{madd, nan_max, Arith, Unary};
 use crate::quant::kernels::simd128::{f32_lanes, i32_lanes};
 
 #[inline(always)]
@@ -17,6 +17,15 @@ fn store(y: &mut [f32], v: v128) {
     assert!(y.len() >= 4);
     // SAFETY: four writable f32s checked above; unaligned stores are allowed.
     unsafe { v128_store(y.as_mut_ptr() as *mut v128, v) }
+}
+
+/// `a · b + c` in four lanes: [`madd`]'s vector form.
+#[inline(always)]
+fn madd4(a: v128, b: v128, c: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    return f32x4_relaxed_madd(a, b, c);
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    f32x4_add(f32x4_mul(a, b), c)
 }
 
 /// Lanes 2 and 3 of `v` (f32) as an f64x2: `f64x2_promote_low_f32x4`'s other half.
@@ -91,12 +100,12 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
-/// See `scalar::axpy4`: per four elements `y` is loaded once, takes the four terms in order, and
-/// is stored once.
-pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
+/// See `scalar::axpy_rows`: per four elements `y` is loaded once, takes the `N` terms in order,
+/// and is stored once.
+pub fn axpy_rows<const N: usize>(a: [f32; N], xs: [&[f32]; N], y: &mut [f32]) {
     let n = y.len();
     if xs.iter().any(|x| x.len() != n) {
-        return super::scalar::axpy4(a, xs, y);
+        return super::scalar::axpy_rows(a, xs, y);
     }
     let av = a.map(|v| f32x4_splat(v));
     let body = n / 4 * 4;
@@ -104,14 +113,14 @@ pub fn axpy4(a: [f32; 4], xs: [&[f32]; 4], y: &mut [f32]) {
     // SAFETY: every `i + 4 <= body <= n`, the length of `y` and of each `xs` (checked above).
     by_two_chunks(body, |i| unsafe {
         let mut t = load_at(yp, i);
-        for k in 0..4 {
-            t = f32x4_add(t, f32x4_mul(av[k], load_at(xp[k], i)));
+        for k in 0..N {
+            t = madd4(av[k], load_at(xp[k], i), t);
         }
         store_at(yp, i, t);
     });
     for i in body..n {
-        for k in 0..4 {
-            y[i] += a[k] * xs[k][i];
+        for k in 0..N {
+            y[i] = madd(a[k], xs[k][i], y[i]);
         }
     }
 }
@@ -169,8 +178,8 @@ pub fn weighted_rows<const T: usize>(
     for (t, y) in ys.iter_mut().enumerate() {
         y[e..].fill(0.0);
         for (j, a) in a.chunks_exact(T).enumerate() {
-            for (y, x) in y[e..].iter_mut().zip(&x[j * stride + e..]) {
-                *y += a[t] * x;
+            for (y, &x) in y[e..].iter_mut().zip(&x[j * stride + e..]) {
+                *y = madd(a[t], x, *y);
             }
         }
     }
@@ -196,7 +205,7 @@ unsafe fn rows_times_weights<const T: usize, const C: usize>(
         for (t, acc) in acc.iter_mut().enumerate() {
             let at = f32x4_splat(a[t]);
             for c in 0..C {
-                acc[c] = f32x4_add(acc[c], f32x4_mul(at, xv[c]));
+                acc[c] = madd4(at, xv[c], acc[c]);
             }
         }
         row = row.wrapping_add(stride);
@@ -303,7 +312,7 @@ pub fn dot_grid<const H: usize, const R: usize>(xs: [&[f32]; H], ys: [&[f32]; R]
         for h in 0..H {
             let x = load_at(xp[h], i);
             for r in 0..R {
-                acc[r][h] = f32x4_add(acc[r][h], f32x4_mul(x, yv[r]));
+                acc[r][h] = madd4(x, yv[r], acc[r][h]);
             }
         }
     };
@@ -320,7 +329,7 @@ pub fn dot(x: &[f32], y: &[f32]) -> f32 {
     let body = n / 4 * 4;
     let mut acc = f32x4_splat(0.0);
     for i in (0..body).step_by(4) {
-        acc = f32x4_add(acc, f32x4_mul(load(&x[i..]), load(&y[i..])));
+        acc = madd4(load(&x[i..]), load(&y[i..]), acc);
     }
     finish_dot(acc, &x[..n], &y[..n], body)
 }
@@ -331,7 +340,7 @@ pub fn dot(x: &[f32], y: &[f32]) -> f32 {
 fn finish_dot(acc: v128, x: &[f32], y: &[f32], body: usize) -> f32 {
     let mut lanes = f32_lanes(acc);
     for (lane, i) in (body..x.len()).enumerate() {
-        lanes[lane] += x[i] * y[i];
+        lanes[lane] = madd(x[i], y[i], lanes[lane]);
     }
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
