@@ -930,7 +930,8 @@ mod f32_kernels {
 
     /// Attention's kernels add each term with one multiply-add, rounded once where the build's
     /// `madd` fuses and twice elsewhere: `(1 + 2⁻¹²)² − (1 + 2⁻¹¹)` is 2⁻²⁴ exactly, and 0 with the
-    /// product rounded to f32 first (worked out by hand; a tie to even).
+    /// product rounded to f32 first (worked out by hand; a tie to even). The scalar twins too,
+    /// whose `madd` asks the instruction rather than using it.
     #[test]
     fn multiply_add_kernels_round_as_the_builds_madd() {
         let (x, c) = (1.0 + 2f32.powi(-12), 1.0 + 2f32.powi(-11));
@@ -942,6 +943,7 @@ mod f32_kernels {
         let mut b = vec![0.0f32; 8];
         (a[0], b[0], a[4], b[4]) = (-c, 1.0, x, x);
         assert_eq!(k::dot(&a, &b), want, "dot");
+        assert_eq!(s::dot(&a, &b), want, "scalar dot");
         assert_eq!(
             k::dot_grid([&a[..]; 4], [&b[..]; 2]),
             [[want; 4]; 2],
@@ -950,10 +952,15 @@ mod f32_kernels {
         let mut y = vec![-c; 4];
         k::axpy_rows([x], [&[x; 4][..]], &mut y);
         assert_eq!(y, [want; 4], "axpy_rows");
+        let mut y = vec![-c; 4];
+        s::axpy_rows([x], [&[x; 4][..]], &mut y);
+        assert_eq!(y, [want; 4], "scalar axpy_rows");
         let (values, weights) = ([1.0, 1.0, 1.0, 1.0, x, x, x, x], [-c, x]);
         let mut out = [0.0f32; 4];
         k::weighted_rows::<1>(&weights, &values, 4, &mut [&mut out[..]], false);
         assert_eq!(out, [want; 4], "weighted_rows");
+        s::weighted_rows::<1>(&weights, &values, 4, &mut [&mut out[..]], false);
+        assert_eq!(out, [want; 4], "scalar weighted_rows");
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! per call of [`attend`]. A decoded token is one row: from [`SPLIT_FROM`] positions
 //! [`attend_split`] spreads that row's positions over the threads (blocks of them for the
 //! scores, then for the weighted values), which at position ~1,000 is a fifth of a two-thread
-//! token; below, [`attend`] runs on each thread for a share of the query heads. Every path computes every score and output
-//! element with the same operations in the same order, so the bits do not depend on the path
-//! or the thread count.
+//! token; below, [`attend`] runs on each thread for a share of the query heads. Every path
+//! computes every score and output element with the same operations in the same order, so the
+//! bits do not depend on the path or the thread count.
 
 use super::config::Config;
 use super::kv_cache::KvCache;

@@ -53,6 +53,10 @@ pub(super) trait X4 {
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at the whole activation block.
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N];
+    /// Whether a decoded token's [`gemm_x4`] touches the weights ahead ([`touch_ahead`]): the
+    /// formats whose sums cost enough arithmetic a byte that the core otherwise waits on memory
+    /// between groups.
+    const TOUCH: bool = true;
     /// Whether [`gemm_x4`] takes two groups a tile through [`X4::isum_pair`].
     const PAIRS: bool = false;
     /// [`X4::isum`] of two group blocks against four activation rows (`[j][i]`: group `j`,
@@ -73,6 +77,8 @@ impl X4 for Q8_0x4 {
     const DTYPE: DType = DType::Q8_0;
     const SX8_TIMES: i32 = 0;
     const WIDE: bool = true;
+    /// Touched, Gemma 3 270M Q4_K_M's Q8_0 LM head went 27.4 → 29.3 ms a token ([`WEIGHTS_AHEAD`]).
+    const TOUCH: bool = false;
 
     /// Each vector of four bytes of each row (eight a block) widened once for all `N` rows. That
     /// is two of x86's vector multiplies a vector and nothing to widen on the activation's side.
@@ -214,7 +220,7 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     }
     for g in 0..groups {
         let wg = &w[g * group..(g + 1) * group];
-        if rows < 4 && F::DTYPE != DType::Q8_0 {
+        if rows < 4 && F::TOUCH {
             touch_ahead(w, g, group);
         }
         // The paired groups' four-row tiles are done.
@@ -240,7 +246,7 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 /// Gemma 3 270M Q4_0's decode went 34.5 → 38–40 tok/s on one thread (the LM head 16.4 → 14.2–14.8
 /// ms a token; 8 KB and 24 KB ahead alike, one line a group instead of all: 32 tok/s) and
 /// 63.1 → 74.1 on two; Q4_K_M's Q6_K/Q4_K `down` 3.58–3.73 → 3.12 ms. Q8_0 matrices, lighter to
-/// compute, are not touched: its LM head went 27.4 → 29.3 ms.
+/// compute, are not touched (`X4::TOUCH`).
 const WEIGHTS_AHEAD: usize = 8192;
 
 /// Reads one byte of each 64-byte line of the `group` bytes [`WEIGHTS_AHEAD`] past group `g`'s
