@@ -21,6 +21,7 @@
 use super::chat::ChatMessage;
 use super::generate::{GenerateConfig, Generation};
 use super::sampler::SamplerConfig;
+use super::session::Session;
 use super::Model;
 use crate::error::Result;
 
@@ -30,8 +31,7 @@ const CONTEXT: usize = 64;
 const BATCH: usize = 8;
 /// Decode-like passes without the LM head: they make attention hot (16 ms of compile).
 const STEPS: usize = 6;
-/// Rows of the batch, and decode-like passes, that the team runs last (with more threads).
-const TEAM_BATCH: usize = 8;
+/// Decode-like passes the team runs last, after a batch of [`BATCH`] rows (with more threads).
 const TEAM_STEPS: usize = 4;
 /// Times the chat prompt is tokenized: three did not make the tokenizer hot, six did.
 const ENCODES: usize = 6;
@@ -58,10 +58,7 @@ pub(super) fn warm_up(model: &Model) -> Result<()> {
             // A template that fails to render fails the first chat, not loading.
             let _ = model.chat_format().tokens(&chat, true, None);
         }
-        session.eval_layers(model, &[0; BATCH][..batch])?;
-        for _ in 0..steps {
-            session.eval_layers(model, &[0])?;
-        }
+        passes(model, &mut session, batch, steps)?;
         if room < batch + steps + 2 {
             return Ok(());
         }
@@ -79,11 +76,18 @@ pub(super) fn warm_up(model: &Model) -> Result<()> {
         while generation.step(model, &mut session)?.is_some() {}
         Ok(())
     })?;
-    if team && session.tokens().len() + TEAM_BATCH + TEAM_STEPS <= room {
-        session.eval_layers(model, &[0; TEAM_BATCH])?;
-        for _ in 0..TEAM_STEPS {
-            session.eval_layers(model, &[0])?;
-        }
+    if team && session.tokens().len() + BATCH + TEAM_STEPS <= room {
+        passes(model, &mut session, BATCH, TEAM_STEPS)?;
+    }
+    Ok(())
+}
+
+/// A batch of `rows` (at most [`BATCH`]) tokens, then `steps` one-token passes: keys and values
+/// only, no LM head.
+fn passes(model: &Model, session: &mut Session, rows: usize, steps: usize) -> Result<()> {
+    session.eval_layers(model, &[0; BATCH][..rows.min(BATCH)])?;
+    for _ in 0..steps {
+        session.eval_layers(model, &[0])?;
     }
     Ok(())
 }
