@@ -10,7 +10,7 @@ export const JS_ERROR_CODES = Object.freeze([
   "NoModel", // engine: no model loaded
   "Aborted", // engine: the caller's AbortSignal fired
   "HttpError", // engine: the model URL answered with a non-2xx status
-  "NetworkError", // engine: the model URL could not be fetched
+  "NetworkError", // engine: the model URL could not be fetched, or its bytes stopped part-way
   "TruncatedDownload", // engine: fewer bytes arrived than Content-Length announced
   "WorkerCrashed", // engine: the worker died (or trapped); the engine is unusable
   "EngineDisposed", // engine: used after dispose()

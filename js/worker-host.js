@@ -57,7 +57,7 @@ export async function loadFile(makeLoader, msg, signal) {
     } else {
       await readInto(loader, source.stream, source.total, msg.id, signal);
     }
-    if (signal.aborted) throw codedError("Aborted", "loading was aborted");
+    if (signal.aborted) throw abortError();
   } catch (e) {
     loader.free();
     throw e;
@@ -66,14 +66,22 @@ export async function loadFile(makeLoader, msg, signal) {
   return loader;
 }
 
-/** Pushes `stream` into `loader`, with progress events at most every 50 ms. */
+const abortError = () => codedError("Aborted", "loading was aborted");
+
+/**
+ * Pushes `stream` into `loader`, with progress events at most every 50 ms. An abort ends a read
+ * that is still waiting (a stalled download) at once, and a stream that fails part-way is a
+ * `NetworkError`: neither may reach `serve` as an uncoded error, which would end the worker.
+ */
 async function readInto(loader, stream, total, id, signal) {
   const chunks = byobChunks(stream) ?? defaultChunks(stream);
+  const aborted = new Promise((_, reject) => signal.addEventListener("abort", () => reject(abortError()), { once: true }));
+  aborted.catch(() => {});
   let last = 0;
   try {
     for (;;) {
-      if (signal.aborted) throw codedError("Aborted", "loading was aborted");
-      const { done, value } = await chunks.next();
+      if (signal.aborted) throw abortError();
+      const { done, value } = await Promise.race([chunks.next(), aborted]);
       if (done) break;
       loader.push(value);
       const now = performance.now();
@@ -84,7 +92,8 @@ async function readInto(loader, stream, total, id, signal) {
     }
   } catch (e) {
     await chunks.cancel();
-    throw e;
+    if (signal.aborted) throw abortError();
+    throw isKopitiamError(e) ? e : codedError("NetworkError", `the model's bytes stopped after ${loader.loaded} bytes: ${e?.message ?? String(e)}`, e);
   }
   postMessage(protocol.progress(id, "download", loader.loaded, total));
   if (total !== undefined && loader.loaded !== total) {

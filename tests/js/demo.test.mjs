@@ -123,18 +123,24 @@ test("HTTP errors reject with a code", async () => {
   assert.equal(result.error.code, "HttpError");
 });
 
-test("engine: abort during download, context full, unsupported model, dispose", async () => {
+test("engine: abort before and during a download, a failing stream, context full, unsupported model, dispose", { timeout: 60_000 }, async () => {
+  // The download is a stream that sends its first 64 KiB and then stalls (or fails), so the abort
+  // lands mid-download every time: a URL on localhost can arrive whole before the worker reads the
+  // abort, and then the load has finished.
   const page = await enginePage();
   const r = await page.evaluate(async (fixture) => {
     const engine = await createEngine({ build: "simd" });
+    const bytes = new Uint8Array(await (await fetch(fixture)).arrayBuffer());
+    const firstChunkThen = (end) => new ReadableStream({ start: (c) => (c.enqueue(bytes.slice(0, 65536)), end(c)) });
+    const code = (p) => p.then(() => "loaded", (e) => e.code);
     const out = {};
+    out.before = await code(engine.loadModel(fixture, { signal: AbortSignal.abort() }));
     const ctrl = new AbortController();
-    const p = engine.loadModel(fixture, { signal: ctrl.signal });
-    ctrl.abort();
-    out.abort = await p.then(() => "loaded", (e) => e.code);
+    const onProgress = (e) => e.phase === "download" && ctrl.abort();
+    out.during = await code(engine.loadModel(firstChunkThen(() => {}), { signal: ctrl.signal, onProgress }));
+    out.failing = await code(engine.loadModel(firstChunkThen((c) => c.error(new Error("connection reset")))));
     await engine.loadModel(fixture);
     out.context = await engine.complete("Hello world", { maxTokens: 8, contextLength: 4 }).then(() => "ok", (e) => e.code);
-    const bytes = new Uint8Array(await (await fetch(fixture)).arrayBuffer());
     out.truncated = await engine.loadModel(bytes.slice(0, 100_000)).then(() => "ok", (e) => e.code);
     out.tokens = await engine.tokenize("Hello world").then(() => "ok", (e) => e.code); // no model after a failed load
     await engine.dispose();
@@ -142,7 +148,7 @@ test("engine: abort during download, context full, unsupported model, dispose", 
     return out;
   }, FIXTURE);
   await page.close();
-  assert.deepEqual(r, { abort: "Aborted", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
+  assert.deepEqual(r, { before: "Aborted", during: "Aborted", failing: "NetworkError", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
 });
 
 test("engine: a Blob, a plain ReadableStream and a Response load alike; a short body is TruncatedDownload", async () => {
