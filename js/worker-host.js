@@ -154,9 +154,8 @@ async function openSource(msg, signal) {
   if (msg.buffer) return { bytes: new Uint8Array(msg.buffer) };
   if (msg.blob) return { stream: msg.blob.stream(), total: msg.blob.size };
   if (!msg.url) return { stream: msg.stream, total: msg.total };
-  let response = null;
-  const cache = msg.cache && typeof caches !== "undefined" ? await caches.open("kopitiam-models") : null;
-  if (cache) response = await cache.match(msg.url);
+  const cache = msg.cache ? await openCache() : null;
+  let response = cache ? await cache.match(msg.url).catch(() => undefined) : undefined;
   if (!response) {
     try {
       response = await fetch(msg.url, { signal });
@@ -164,9 +163,21 @@ async function openSource(msg, signal) {
       throw signal.aborted ? codedError("Aborted", "the download was aborted") : codedError("NetworkError", `${msg.url}: ${e.message}`);
     }
     if (!response.ok) throw codedError("HttpError", `${msg.url}: HTTP ${response.status} ${response.statusText}`);
-    if (cache) {
-      await cache.put(msg.url, response.clone()).catch(() => {});
-    }
+    // Stored beside the load, not before it: waiting for the copy would hold the whole file in
+    // the other branch of the clone's tee first.
+    if (cache) cache.put(msg.url, response.clone()).catch(() => {});
   }
+  // A 204 has no body: an empty file, which the loader rejects as not GGUF.
+  if (!response.body) return { bytes: new Uint8Array(0) };
   return { stream: response.body, total: Number(response.headers.get("content-length")) || undefined };
+}
+
+/** The models' Cache API cache, or `null` where there is none to use (an insecure or opaque
+ * origin: `caches` missing or refusing): the file then loads uncached. */
+async function openCache() {
+  try {
+    return typeof caches === "undefined" ? null : await caches.open("kopitiam-models");
+  } catch {
+    return null;
+  }
 }

@@ -151,6 +151,45 @@ test("engine: abort before and during a download, a failing stream, context full
   assert.deepEqual(r, { before: "Aborted", during: "Aborted", failing: "NetworkError", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
 });
 
+test("engine: with cache: true a URL is stored as it loads and then loads without the network; a 204 is InvalidGguf", { timeout: 60_000 }, async () => {
+  const page = await enginePage();
+  const url = `${base}${FIXTURE}?cache-test`;
+  // The greedy tokens after loading `url`, or the load's error code.
+  const load = (url, opts) =>
+    page.evaluate(
+      async ([url, opts, prompt]) => {
+        try {
+          await window.engine.loadModel(url, opts);
+        } catch (e) {
+          return e.code;
+        }
+        return (await window.engine.complete(prompt, { maxTokens: 4, temperature: 0 })).tokens;
+      },
+      [url, opts, hello.prompt],
+    );
+  await page.evaluate(async () => {
+    await caches.delete("kopitiam-models");
+    window.engine = await createEngine({ build: "simd" });
+  });
+  const first = await load(url, { cache: true });
+  // The copy is written beside the load: wait for it to land.
+  await page.waitForFunction(async (u) => Boolean(await (await caches.open("kopitiam-models")).match(u)), url);
+  // From here the network refuses the file (so a load that works came from the cache) and a
+  // second URL answers 204 No Content.
+  await page.context().route(`**${FIXTURE}?cache-test`, (r) => r.abort());
+  await page.context().route("**/no-content.gguf", (r) => r.fulfill({ status: 204 }));
+  const r = {
+    first,
+    cached: await load(url, { cache: true }),
+    uncached: await load(url, {}),
+    empty: await load("/no-content.gguf", {}),
+  };
+  await page.evaluate(() => window.engine.dispose());
+  await page.close();
+  const tokens = hello.greedy.slice(0, 4);
+  assert.deepEqual(r, { first: tokens, cached: tokens, uncached: "NetworkError", empty: "InvalidGguf" });
+});
+
 test("engine: a Blob, a plain ReadableStream and a Response load alike; a short body is TruncatedDownload", async () => {
   const page = await enginePage();
   const r = await page.evaluate(async ([fixture, prompt]) => {
