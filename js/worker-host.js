@@ -167,7 +167,8 @@ async function openSource(msg, signal) {
     // the other branch of the clone's tee first.
     if (cache) cache.put(msg.url, response.clone()).catch(() => {});
   }
-  // A 204 has no body: an empty file, which the loader rejects as not GGUF.
+  // No body (a 204 or 205, where the browser gives none; Chromium gives an empty stream): an
+  // empty file, which the loader rejects as not GGUF.
   if (!response.body) return { bytes: new Uint8Array(0) };
   return { stream: response.body, total: Number(response.headers.get("content-length")) || undefined };
 }
