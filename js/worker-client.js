@@ -97,6 +97,9 @@ export function sourcePayload(op, source, cache) {
   }
   if (typeof Response !== "undefined" && source instanceof Response) {
     if (!source.ok) throw codedError("HttpError", `HTTP ${source.status} ${source.statusText}`);
+    // A bodiless Response (`new Response(null)`, a 204) is an empty file: the worker says it is
+    // not GGUF. (Its `null` body would fail the transfer list.)
+    if (!source.body) return { payload: { buffer: new ArrayBuffer(0) }, transfer: [] };
     const total = Number(source.headers.get("content-length")) || undefined;
     return { payload: { stream: source.body, total }, transfer: [source.body] };
   }

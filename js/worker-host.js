@@ -160,7 +160,7 @@ async function openSource(msg, signal) {
     try {
       response = await fetch(msg.url, { signal });
     } catch (e) {
-      throw signal.aborted ? codedError("Aborted", "the download was aborted") : codedError("NetworkError", `${msg.url}: ${e.message}`);
+      throw signal.aborted ? abortError() : codedError("NetworkError", `${msg.url}: ${e.message}`);
     }
     if (!response.ok) throw codedError("HttpError", `${msg.url}: HTTP ${response.status} ${response.statusText}`);
     // Stored beside the load, not before it: waiting for the copy would hold the whole file in

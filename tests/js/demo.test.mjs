@@ -123,7 +123,7 @@ test("HTTP errors reject with a code", async () => {
   assert.equal(result.error.code, "HttpError");
 });
 
-test("engine: abort before and during a download, a failing stream, context full, unsupported model, dispose", { timeout: 60_000 }, async () => {
+test("engine: abort before and during a download, a failing stream, a bodiless Response, context full, unsupported model, dispose", { timeout: 60_000 }, async () => {
   // The download is a stream that sends its first 64 KiB and then stalls (or fails), so the abort
   // lands mid-download every time: a URL on localhost can arrive whole before the worker reads the
   // abort, and then the load has finished.
@@ -139,6 +139,7 @@ test("engine: abort before and during a download, a failing stream, context full
     const onProgress = (e) => e.phase === "download" && ctrl.abort();
     out.during = await code(engine.loadModel(firstChunkThen(() => {}), { signal: ctrl.signal, onProgress }));
     out.failing = await code(engine.loadModel(firstChunkThen((c) => c.error(new Error("connection reset")))));
+    out.bodiless = await code(engine.loadModel(new Response(null, { status: 204 })));
     await engine.loadModel(fixture);
     out.context = await engine.complete("Hello world", { maxTokens: 8, contextLength: 4 }).then(() => "ok", (e) => e.code);
     out.truncated = await engine.loadModel(bytes.slice(0, 100_000)).then(() => "ok", (e) => e.code);
@@ -148,7 +149,7 @@ test("engine: abort before and during a download, a failing stream, context full
     return out;
   }, FIXTURE);
   await page.close();
-  assert.deepEqual(r, { before: "Aborted", during: "Aborted", failing: "NetworkError", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
+  assert.deepEqual(r, { before: "Aborted", during: "Aborted", failing: "NetworkError", bodiless: "InvalidGguf", context: "ContextFull", truncated: "InvalidGguf", tokens: "NoModel", disposed: "EngineDisposed" });
 });
 
 test("engine: with cache: true a URL is stored as it loads and then loads without the network; a 204 is InvalidGguf", { timeout: 60_000 }, async () => {
