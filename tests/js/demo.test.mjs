@@ -284,15 +284,17 @@ test("chat: llama.cpp's reply, later turns from the cache, Stop, Regenerate, a r
   assert.ok(t2.stats.cachedTokens >= t1.stats.promptTokens, `turn 2: ${t2.stats.cachedTokens} from the cache`);
   assert.match(await page.locator(".msg.assistant .meta").last().innerText(), /prompt tokens from cache/);
 
-  // Stop as soon as the reply starts streaming.
+  // Stop as soon as the reply starts streaming. The worker sees the abort at its next flush
+  // (FLUSH_MS) and the tiny model makes ~50 tokens in one, so Stop landed after 119 and 155
+  // tokens here: a maximum of 2,000 leaves room for a page the machine holds back.
   await page.click("#sampling summary");
-  await page.fill("#max-tokens", "400");
+  await page.fill("#max-tokens", "2000");
   await page.fill("#chat-input", "Tell me a long story");
   await page.evaluate(() => {
     const box = document.getElementById("messages");
     new MutationObserver((_, obs) => {
       const last = box.querySelector(".msg.streaming .text");
-      if (last && last.textContent.length > 1) {
+      if (last && last.textContent.length > 0) {
         obs.disconnect();
         document.getElementById("chat-stop").click();
       }
@@ -302,7 +304,7 @@ test("chat: llama.cpp's reply, later turns from the cache, Stop, Regenerate, a r
   await page.waitForFunction(() => window.kopitiamChat.turns.length >= 3, null, { timeout: 60_000 });
   const t3 = await page.evaluate(() => window.kopitiamChat.turns[2]);
   assert.equal(t3.stopped, true);
-  assert.ok(t3.tokens.length < 400, `stopped after ${t3.tokens.length} tokens`);
+  assert.ok(t3.tokens.length < 2000, `stopped after ${t3.tokens.length} tokens`);
 
   // Regenerate: the same prompt again, all of it from the cache but the last token.
   await page.fill("#max-tokens", "8");
