@@ -275,6 +275,8 @@ mod team {
     static HOLDING: AtomicUsize = AtomicUsize::new(0);
     /// Helpers alive (spinning or working).
     static HELPERS: AtomicUsize = AtomicUsize::new(0);
+    /// Helpers the current leader wants ([`top_up`]).
+    static WANTED: AtomicUsize = AtomicUsize::new(0);
     /// Only one leader at a time: its jobs are what the helpers run.
     static LEADING: AtomicBool = AtomicBool::new(false);
 
@@ -286,6 +288,12 @@ mod team {
 
     pub(super) fn active() -> bool {
         IS_LEADER.with(Cell::get)
+    }
+
+    /// Helpers alive now.
+    #[cfg(test)]
+    pub(super) fn helpers() -> usize {
+        HELPERS.load(SeqCst)
     }
 
     pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
@@ -312,12 +320,20 @@ mod team {
         }
         let _lead = Lead;
         IS_LEADER.with(|l| l.set(true));
-        // Top the helpers up; ones still lingering from the last pass are reused.
-        while HELPERS.load(SeqCst) < helpers {
+        WANTED.store(helpers, SeqCst);
+        top_up();
+        f()
+    }
+
+    /// Starts helpers up to [`WANTED`]; ones still lingering from the last pass are reused. Also
+    /// called by a loop that finds none: a helper whose linger ran out just as the leader began
+    /// (counted when [`run`] looked, gone by its first loop) would otherwise leave the whole pass
+    /// to the leader.
+    fn top_up() {
+        while HELPERS.load(SeqCst) < WANTED.load(SeqCst) {
             HELPERS.fetch_add(1, SeqCst);
             rayon::spawn(help);
         }
-        f()
     }
 
     fn help() {
@@ -409,9 +425,13 @@ mod team {
             let chunk = unsafe { core::slice::from_raw_parts_mut(base.get().add(start), n) };
             f(i, chunk);
         };
-        if count <= 1 || HELPERS.load(SeqCst) == 0 {
+        if count <= 1 {
             (0..count).for_each(run);
             return;
+        }
+        if HELPERS.load(SeqCst) == 0 {
+            // The helper may arrive too late for this loop; it is there for the next.
+            top_up();
         }
         let run_ref: &(dyn Fn(usize) + Sync) = &run;
         // SAFETY: only the lifetime is erased; the job is withdrawn and every holder waited out
@@ -455,6 +475,9 @@ mod tests {
     use std::sync::Mutex;
     use std::thread::{self, ThreadId};
 
+    /// Held by the tests that lead a team, so that they do not wait out each other's passes.
+    static LEADS: Mutex<()> = Mutex::new(());
+
     /// Threads that ran the chunks of one loop over 64 elements in 64 chunks.
     fn threads_of_a_loop() -> Vec<ThreadId> {
         let seen = Mutex::new(Vec::new());
@@ -473,6 +496,7 @@ mod tests {
     /// thread); off, nothing is tallied.
     #[test]
     fn team_stats_count_each_led_loop_while_measured() {
+        let _lead = LEADS.lock().unwrap_or_else(|e| e.into_inner());
         let me = thread::current().id();
         let mut led = None;
         // Another test may be leading at the moment (then the loop runs on rayon's pool):
@@ -506,6 +530,41 @@ mod tests {
             );
             assert!(s.wait_ms >= 0.0, "{s:?}");
         }
+    }
+
+    /// A helper whose linger runs out in the middle of a led pass (here: a pause longer than
+    /// `LINGER_MS` between two loops) is replaced by the next loop, so a later loop of the same
+    /// pass has a chunk run on another thread. Before, every later loop ran on the leader alone.
+    #[test]
+    fn a_helper_that_lingered_out_is_replaced_within_the_pass() {
+        if num_threads() < 2 {
+            return;
+        }
+        let _lead = LEADS.lock().unwrap_or_else(|e| e.into_inner());
+        let me = thread::current().id();
+        let mut led = false;
+        // Another test may be leading at the moment: try until this thread leads.
+        for _ in 0..100 {
+            let joined = with_team(|| {
+                if !team::active() {
+                    return None;
+                }
+                let t0 = std::time::Instant::now();
+                thread::sleep(std::time::Duration::from_millis(60));
+                while team::helpers() > 0 && t0.elapsed().as_secs() < 5 {
+                    thread::sleep(std::time::Duration::from_millis(1));
+                }
+                assert_eq!(team::helpers(), 0, "the helper lingered out");
+                Some((0..200).any(|_| threads_of_a_loop().iter().any(|&t| t != me)))
+            });
+            if let Some(joined) = joined {
+                assert!(joined, "no later loop of the pass had a helper");
+                led = true;
+                break;
+            }
+            thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(led, "this thread led a pass");
     }
 
     #[test]
