@@ -77,7 +77,8 @@ async function readInto(loader, stream, total, id, signal) {
   const chunks = byobChunks(stream) ?? defaultChunks(stream);
   const aborted = new Promise((_, reject) => signal.addEventListener("abort", () => reject(abortError()), { once: true }));
   aborted.catch(() => {});
-  let last = 0;
+  // The first chunk always reports (a worker's clock starts at zero with the worker).
+  let last = -Infinity;
   try {
     for (;;) {
       if (signal.aborted) throw abortError();
