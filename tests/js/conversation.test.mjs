@@ -42,10 +42,11 @@ for (const [threads, build] of [[1, "simd"], [2, "threads"]]) {
         else assert.ok(team.jobs > 0, JSON.stringify(team));
       }
       // The helper takes part in the decode's loops (~300 over a dozen tokens; the page profiles
-      // up to twenty generations for one where the OS let it; `tries` says how many). Not asserted for the prompt's ~6 ms
-      // of loops: a helper that the OS holds back may arrive after the leader has taken every
-      // chunk (it ran 0, 1, 42 … 934 of 1,713 in CI and in reruns on this 2-core machine), which
-      // the team allows by design (the leader never waits to start).
+      // up to twenty generations for one where the OS let it, `tries` says how many). Not
+      // asserted for the prompt's ~6 ms of loops: a helper that the OS holds back may arrive
+      // after the leader has taken every chunk (it ran 0, 1, 42 … 934 of 1,713 in CI and in
+      // reruns on this 2-core machine), which the team allows by design (the leader never waits
+      // to start).
       if (threads === 2) assert.ok(decode.team.helperChunks > 0, JSON.stringify(decode.team));
       assert.equal(r.profile.unprofiled, undefined, "no profile unless asked");
       assert.deepEqual(errors, []);

@@ -69,7 +69,7 @@ test("Stop halts a generation", async () => {
   // The tiny Qwen 2 (a 4,096-token context where the tiny Gemma has 256): with seed 1 its
   // sampled text for "a" has no end-of-generation token within 3,000 (the native CLI; seeds 4
   // and 6 end after 813 and 1,515). The worker sees the abort at its next 16 ms flush, which
-  // came after 70–155 tokens here; 3,000 leave a page that the machine holds back about a
+  // came after 41–59 tokens here; 3,000 leave a page that the machine holds back about a
   // second. Up to three tries, on fresh pages.
   const tries = [];
   for (let i = 0; i < 3 && !tries.at(-1)?.stopped; i++) {
@@ -285,8 +285,8 @@ test("chat: llama.cpp's reply, later turns from the cache, Stop, Regenerate, a r
   assert.match(await page.locator(".msg.assistant .meta").last().innerText(), /prompt tokens from cache/);
 
   // Stop as soon as the reply starts streaming. The worker sees the abort at its next flush
-  // (FLUSH_MS) and the tiny model makes ~50 tokens in one, so Stop landed after 119 and 155
-  // tokens here: a maximum of 2,000 leaves room for a page the machine holds back.
+  // (FLUSH_MS) and the tiny model makes ~50 tokens in one, so Stop landed after 70–155 tokens
+  // here: a maximum of 2,000 leaves room for a page the machine holds back.
   await page.click("#sampling summary");
   await page.fill("#max-tokens", "2000");
   await page.fill("#chat-input", "Tell me a long story");
