@@ -275,8 +275,6 @@ mod team {
     static HOLDING: AtomicUsize = AtomicUsize::new(0);
     /// Helpers alive (spinning or working).
     static HELPERS: AtomicUsize = AtomicUsize::new(0);
-    /// Helpers the current leader wants ([`top_up`]).
-    static WANTED: AtomicUsize = AtomicUsize::new(0);
     /// Only one leader at a time: its jobs are what the helpers run.
     static LEADING: AtomicBool = AtomicBool::new(false);
 
@@ -296,11 +294,16 @@ mod team {
         HELPERS.load(SeqCst)
     }
 
-    pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
-        let helpers = super::num_threads()
+    /// Helpers a leader wants: one fewer than the threads that compute, and no more than the
+    /// pool has threads.
+    fn wanted() -> usize {
+        super::num_threads()
             .saturating_sub(1)
-            .min(rayon::current_num_threads());
-        if helpers == 0
+            .min(rayon::current_num_threads())
+    }
+
+    pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
+        if wanted() == 0
             || super::is_alone()
             || active()
             || rayon::current_thread_index().is_some()
@@ -320,17 +323,17 @@ mod team {
         }
         let _lead = Lead;
         IS_LEADER.with(|l| l.set(true));
-        WANTED.store(helpers, SeqCst);
         top_up();
         f()
     }
 
-    /// Starts helpers up to [`WANTED`]; ones still lingering from the last pass are reused. Also
+    /// Starts helpers up to [`wanted`]; ones still lingering from the last pass are reused. Also
     /// called by a loop that finds none: a helper whose linger ran out just as the leader began
     /// (counted when [`run`] looked, gone by its first loop) would otherwise leave the whole pass
     /// to the leader.
     fn top_up() {
-        while HELPERS.load(SeqCst) < WANTED.load(SeqCst) {
+        let wanted = wanted();
+        while HELPERS.load(SeqCst) < wanted {
             HELPERS.fetch_add(1, SeqCst);
             rayon::spawn(help);
         }
