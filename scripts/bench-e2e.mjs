@@ -148,7 +148,7 @@ function normalise(side, r) {
 }
 
 const runs = []; // { side, threads, i, kind, ...normalised } or { side, threads, i, kind, error }
-/** Read ceiling (GB/s) per thread count: as many readers at once, before and after its runs. */
+/** Read ceiling (GB/s) per thread count: as many readers at once, before and after all the runs. */
 const ceilings = {};
 
 /** `threads` Workers running the plain SIMD128 read loop at once (www/bench/read-ceiling.js). */
@@ -217,36 +217,38 @@ try {
   console.log(`Chromium ${chromium}; empty page ${(emptyKiB / 1024).toFixed(1)} MiB PSS; GGUF ${(ggufBytes / 2 ** 20).toFixed(1)} MiB`);
 
   let wllamaFailures = 0;
-  for (const threads of THREADS) {
-    if (QUANT === "Q4_0") ceilings[threads] = [await readCeiling(threads)];
-    for (let i = 0; i < RUNS + MEM_RUNS; i++) {
-      const memory = i >= RUNS;
-      // A B A B …: the two sides take turns so a slow phase of the machine hits both.
-      for (const side of ["ours", "wllama"]) {
-        if (side === "wllama" && wllamaFailures >= 2) continue;
-        let entry;
-        for (let attempt = 0; attempt < 2 && !entry?.loadMs; attempt++) {
-          try {
-            entry = { side, threads, i, memory, ...normalise(side, await runOnce(side, threads, memory)) };
-          } catch (e) {
-            entry = { side, threads, i, error: e.message };
-            console.error(`  ${e.message}`);
-            if (side === "wllama") break; // its failures are reported, not retried
-          }
-        }
-        if (entry.error && side === "wllama") wllamaFailures++;
-        record(entry);
+  /** One timed (or, from run RUNS on, memory) run of the bench prompt; a failure of ours is
+   * retried once, wllama's are reported and, after two, its runs skipped. */
+  const shortRun = async (side, threads, i) => {
+    const memory = i >= RUNS;
+    let entry;
+    for (let attempt = 0; attempt < 2 && !entry?.loadMs; attempt++) {
+      try {
+        entry = { side, threads, i, memory, ...normalise(side, await runOnce(side, threads, memory)) };
+      } catch (e) {
+        entry = { side, threads, i, error: e.message };
+        console.error(`  ${e.message}`);
+        if (side === "wllama") break;
       }
     }
-    for (let i = 0; i < LONG_RUNS; i++) {
-      for (const side of ["ours", "wllama"]) {
-        if (side === "wllama" && wllamaFailures >= 2) continue;
-        record(await tryRun(side, threads, false, "long", i));
-      }
-    }
-    for (let i = 0; CTX4096 && i < MEM_RUNS; i++) record(await tryRun("ours", threads, true, "ctx4096", i));
-    ceilings[threads]?.push(await readCeiling(threads));
+    if (entry.error && side === "wllama") wllamaFailures++;
+    record(entry);
+  };
+  const sides = () => ["ours", "wllama"].filter((side) => side === "ours" || wllamaFailures < 2);
+  if (QUANT === "Q4_0") for (const threads of THREADS) ceilings[threads] = [await readCeiling(threads)];
+  // Round by round, every thread count and side in turn (ours ×1, wllama ×1, ours ×2, …), so a
+  // slow phase of the machine (its memory bandwidth moves within minutes) hits every cell and
+  // the two-thread ratios are side by side, like ours against wllama.
+  for (let i = 0; i < RUNS + MEM_RUNS; i++) {
+    for (const threads of THREADS) for (const side of sides()) await shortRun(side, threads, i);
   }
+  for (let i = 0; i < LONG_RUNS; i++) {
+    for (const threads of THREADS) for (const side of sides()) record(await tryRun(side, threads, false, "long", i));
+  }
+  for (let i = 0; CTX4096 && i < MEM_RUNS; i++) {
+    for (const threads of THREADS) record(await tryRun("ours", threads, true, "ctx4096", i));
+  }
+  for (const threads of THREADS) ceilings[threads]?.push(await readCeiling(threads));
   for (let i = 0; i < PAIR_RUNS; i++) pairs.push(await pairRun());
   cores = execFileSync("nproc").toString().trim();
   cpu = (readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/) ?? [])[1] ?? "?";
@@ -311,7 +313,8 @@ const lines = [
   "OPFS copy lives outside the renderers and is not counted. Every run (and the empty page) has a",
   "Chromium of its own, started with Playwright's switches but no DevTools client, as a user's is:",
   "Playwright's attachment left 10–32 MiB of the file's bytes in the renderer for a moment in half of",
-  "the loads it drove (its speeds are the same). Sides alternate; speeds are medians of",
+  "the loads it drove (its speeds are the same). Sides and thread counts take turns (each round runs ours and",
+  "wllama on each thread count), so the two-thread ratios are side by side; speeds are medians of",
   `${RUNS} run(s) per cell, memory the median of ${MEM_RUNS} further run(s) sampled for it (sampling`,
   "costs CPU, so timed runs are not sampled).",
   "",
@@ -371,7 +374,7 @@ if (ceilingParts.length) {
   lines.push(
     "",
     "Decode against the read ceiling measured in this run (a plain SIMD128 loop that only reads 160 MiB, in as many",
-    `Workers at once as threads, before and after that thread count's runs; www/bench/read-ceiling.js): ${ceilingParts.join("; ")}.`,
+    `Workers at once as threads, before and after all the runs; www/bench/read-ceiling.js): ${ceilingParts.join("; ")}.`,
   );
 }
 const pairOk = pairs.filter(Boolean);
