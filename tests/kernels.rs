@@ -912,8 +912,28 @@ mod f32_kernels {
             vec![-0.0, 0.0, 0.0, -0.0, 0.0],
             vec![1.0, 3.0, 3.0, 2.0, 3.0, 1.0, 3.0, 0.5, 3.0],
             vec![nan, 2.0, nan, 2.0, inf, inf, nan],
+            // Every element negative, the largest once, past the first 16 and before the tail.
+            (0..41)
+                .map(|i| if i == 23 { -0.5 } else { -1.0 - i as f32 })
+                .collect(),
+            // NaN in the first lanes; the largest twice, first in the last lane of a 16-block.
+            (0..35)
+                .map(|i| match i {
+                    0..4 => nan,
+                    15 | 30 => 7.0,
+                    _ => 1.0,
+                })
+                .collect(),
+            // Thousands long: a NaN run first, the largest first at 2,100 and again later.
+            (0..3000)
+                .map(|i| match i {
+                    0..1100 => nan,
+                    2100 | 2900 => 9.0,
+                    _ => (i % 7) as f32 * 0.5 - 10.0,
+                })
+                .collect(),
         ];
-        for n in [1, 3, 4, 5, 8, 15, 16, 17, 31, 63, 257, 4099] {
+        for n in [1, 3, 4, 5, 8, 15, 16, 17, 31, 63, 257, 4099, 5000] {
             // Few distinct values, so ties across lanes and the tail are common.
             let mut x: Vec<f32> = (0..n).map(|_| (rng.f32() * 6.0).floor()).collect();
             if n > 4 {
