@@ -403,14 +403,18 @@ pub fn max(x: &[f32]) -> f32 {
     r
 }
 
-/// See `scalar::argmax` (same index). The largest non-NaN element of each block of [`ARGMAX_BLOCK`]
-/// (`pmax` keeps its left operand when the right is NaN), then the first element equal to the
-/// largest in the first block that holds it: the scalar twin's pick, since it keeps the first of
-/// equal maxima and NaN equals nothing. One pass carrying each lane's index (a compare and two
-/// selects a vector) took 0.15–0.2 ms over Gemma 3's 262,144 logits a token, and a second pass
-/// over the whole row still 0.11 (section profile): the LM head's weights have pushed the
-/// logits out of the core's cache by then. A slice with nothing above −∞ (all NaN or −∞) goes
-/// to the scalar twin, whose first-non-NaN start decides it.
+/// Elements [`argmax`] takes the largest of at once: only the first block holding the row's
+/// largest is read a second time, a few KB still in the core's cache.
+const ARGMAX_BLOCK: usize = 1024;
+
+/// See `scalar::argmax` (same index). The largest non-NaN element of each block of
+/// [`ARGMAX_BLOCK`] (`pmax` keeps its left operand when the right is NaN), then the first
+/// element equal to the largest in the first block that holds it: the scalar twin's pick, since
+/// it keeps the first of equal maxima and NaN equals nothing. One pass carrying each lane's index
+/// (a compare and two selects a vector) took 0.15–0.2 ms over Gemma 3's 262,144 logits a token,
+/// this 0.11, about what reading the logits back costs once the LM head's weights have pushed
+/// them out of the core's cache (section profile). A slice with nothing above −∞ (all NaN or −∞)
+/// goes to the scalar twin, whose first-non-NaN start decides it.
 pub fn argmax(x: &[f32]) -> Option<usize> {
     let mut top = f32::NEG_INFINITY;
     let mut at = 0..0;
@@ -429,10 +433,6 @@ pub fn argmax(x: &[f32]) -> Option<usize> {
         .position(|&v| v == top)
         .map(|j| at.start + j)
 }
-
-/// Elements [`argmax`] takes the largest of at once: the first block holding the row's largest is
-/// then searched again, a few KB still in the core's cache.
-const ARGMAX_BLOCK: usize = 1024;
 
 /// The largest non-NaN element of `x`, −∞ when there is none.
 fn max_non_nan(x: &[f32]) -> f32 {
