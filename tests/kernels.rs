@@ -900,6 +900,7 @@ mod f32_kernels {
         x.iter().position(|&v| v == top)
     }
 
+    /// Also `max_non_nan`, over the same cases.
     #[test]
     fn argmax_is_the_first_largest_non_nan_element() {
         let mut rng = Rng::new(41);
@@ -924,6 +925,14 @@ mod f32_kernels {
                     _ => 1.0,
                 })
                 .collect(),
+            // The largest, then NaN in its lane and chain (16 on): the NaN must not erase it.
+            (0..40)
+                .map(|i| match i {
+                    0 => 6.0,
+                    16 | 32 => nan,
+                    _ => 1.0,
+                })
+                .collect(),
             // Thousands long: a NaN run first, the largest first at 2,100 and again later.
             (0..3000)
                 .map(|i| match i {
@@ -945,6 +954,10 @@ mod f32_kernels {
         for x in &cases {
             assert_eq!(k::argmax(x), first_max(x), "{x:?}");
             assert_eq!(s::argmax(x), first_max(x), "scalar {x:?}");
+            // The same cases' largest value (`==`: ±0 are one value), −∞ without one.
+            let top = first_max(x).map_or(f32::NEG_INFINITY, |i| x[i]);
+            assert_eq!(k::max_non_nan(x), top, "{x:?}");
+            assert_eq!(s::max_non_nan(x), top, "scalar {x:?}");
         }
     }
 

@@ -19,13 +19,13 @@ pub mod simd128;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
     argmax, axpy, axpy_rows, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table,
-    max, round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
+    max, max_non_nan, round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128::{
     argmax, axpy, axpy_rows, binary, binary_scalar_rhs, dot, dot_grid, exp_sum, gated_f16_table,
-    max, round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
+    max, max_non_nan, round_to_f16, softmax_by_position, sum_squares, unary, weighted_rows,
 };
 
 /// `a · b + c` as this build's multiply-add kernels compute it: rounded twice, or in the

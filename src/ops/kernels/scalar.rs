@@ -113,6 +113,14 @@ pub fn max(x: &[f32]) -> f32 {
     m
 }
 
+/// Largest non-NaN element, `-inf` when there is none: what a block must exceed to hold
+/// anything above a bar (the sampler's top-k skips blocks by it).
+pub fn max_non_nan(x: &[f32]) -> f32 {
+    // NaN compares false, so it never replaces the running maximum.
+    x.iter()
+        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m })
+}
+
 /// Index of the first largest element, NaN skipped; `None` when every element is NaN (or there
 /// are none). Greedy sampling's pick.
 pub fn argmax(x: &[f32]) -> Option<usize> {

@@ -408,7 +408,7 @@ pub fn max(x: &[f32]) -> f32 {
 const ARGMAX_BLOCK: usize = 1024;
 
 /// See `scalar::argmax` (same index). The largest non-NaN element of each block of
-/// [`ARGMAX_BLOCK`] (`pmax` keeps its left operand when the right is NaN), then the first
+/// [`ARGMAX_BLOCK`] ([`max_non_nan`]), then the first
 /// element equal to the largest in the first block that holds it: the scalar twin's pick, since
 /// it keeps the first of equal maxima and NaN equals nothing. One pass carrying each lane's index
 /// (a compare and two selects a vector) took 0.15–0.2 ms over Gemma 3's 262,144 logits a token,
@@ -434,14 +434,19 @@ pub fn argmax(x: &[f32]) -> Option<usize> {
         .map(|j| at.start + j)
 }
 
-/// The largest non-NaN element of `x`, −∞ when there is none.
-fn max_non_nan(x: &[f32]) -> f32 {
+/// See `scalar::max_non_nan`: an equal value (a zero's sign may differ), since the order in
+/// which the lanes meet only decides between equal elements.
+pub fn max_non_nan(x: &[f32]) -> f32 {
     let body = x.len() / 16 * 16;
+    let none = f32x4_splat(f32::NEG_INFINITY);
     // Four chains, so no step waits on the one before.
-    let mut acc = [f32x4_splat(f32::NEG_INFINITY); 4];
+    let mut acc = [none; 4];
     for i in (0..body).step_by(16) {
         for (c, a) in acc.iter_mut().enumerate() {
-            *a = f32x4_pmax(*a, load(&x[i + 4 * c..]));
+            let v = load(&x[i + 4 * c..]);
+            // NaN made −∞ first: with `+relaxed-simd` LLVM turns `pmax` into a relaxed max,
+            // which here returned the NaN and so lost the lane's largest (kernel test).
+            *a = f32x4_pmax(*a, v128_bitselect(v, none, f32x4_eq(v, v)));
         }
     }
     let lanes = acc.into_iter().flat_map(f32_lanes);
