@@ -159,6 +159,39 @@ fn top_k_keeps_the_k_largest_with_low_ids_on_ties() {
     }
 }
 
+/// Top-k over thousands of logits against a full sort (NaN dropped, ties to the lower id):
+/// few distinct values, so ties fall across the blocks the filter skips by their maximum; a NaN
+/// run over several blocks; rising and falling trends, so the bar rises early or late.
+#[test]
+fn top_k_on_long_logits_matches_a_full_sort() {
+    let mut rng = Rng::new(17);
+    let n = 5_000;
+    let shapes: [&dyn Fn(usize) -> f32; 3] = [&|_| 0.0, &|i| i as f32 / 1_000.0, &|i| {
+        -(i as f32) / 1_000.0
+    }];
+    for (c, trend) in shapes.iter().enumerate() {
+        let logits: Vec<f32> = (0..n)
+            .map(|i| match i {
+                700..1_500 => f32::NAN,
+                _ => trend(i) + (rng.f32() * 8.0).floor(),
+            })
+            .collect();
+        for k in [1, 5, 40, 300] {
+            let mut want: Vec<u32> = (0..n as u32)
+                .filter(|&i| !logits[i as usize].is_nan())
+                .collect();
+            want.sort_by(|&a, &b| logits[b as usize].total_cmp(&logits[a as usize]));
+            want.truncate(k);
+            want.sort_unstable();
+            let mut s = Sampler::new(SamplerConfig {
+                top_k: k,
+                ..plain(0)
+            });
+            assert_eq!(cand_ids(&mut s, &logits, &[]), want, "shape {c}, k {k}");
+        }
+    }
+}
+
 #[test]
 fn top_p_keeps_the_smallest_sufficient_prefix() {
     // p = 0.5 (id 3), 0.2 (id 0), 0.15 (id 4), 0.1 (id 1), 0.05 (id 2).
