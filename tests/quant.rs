@@ -276,6 +276,75 @@ fn matmul_many_equals_separate_matmuls() {
     }
 }
 
+/// The LM head's greedy pick: `matmul_argmax` writes the plain matmul's bits and returns the
+/// first largest of them (a naive search over the whole row), with the largest repeated in
+/// every task (the weight rows repeat every 1,000, so each 8,192-row task holds each value) and
+/// NaN outputs from NaN scales; all NaN gives `None`, a wrong length a shape error.
+#[test]
+fn matmul_argmax_is_the_first_largest_of_the_matmul() {
+    use kopitiam_wasm::quant::{matmul_argmax, matmul_into, MatmulScratch, QWeight};
+    let mut rng = Rng::new(93);
+    let (rows, cols) = (40_000, 64);
+    for dtype in [DType::Q4_0, DType::Q8_0] {
+        let pattern = rng.vec(1_000 * cols, 1.0);
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|i| pattern[i % pattern.len()])
+            .collect();
+        let mut t = quantize(dtype, &w, rows, cols);
+        let row_bytes = dtype.storage_bytes(cols).unwrap();
+        let mut bytes = t.quantized_bytes().unwrap().to_vec();
+        for r in [5, 12_345, 39_999] {
+            bytes[r * row_bytes..][..2].copy_from_slice(&f16::NAN.to_bits().to_le_bytes());
+        }
+        t = Tensor::from_quantized(dtype, bytes, [rows, cols]).unwrap();
+        let x = rng.vec(cols, 2.0);
+        let mut mm = MatmulScratch::default();
+        let mut want = vec![0.0; rows];
+        matmul_into(&x, &t, &mut mm, &mut want).unwrap();
+        let top = want
+            .iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .reduce(f32::max);
+        let first = want.iter().position(|&v| Some(v) == top);
+        assert!(want[5].is_nan() && first.is_some_and(|i| i < 1_000));
+        let w = QWeight::try_from(&t).unwrap();
+        let mut got = vec![f32::NAN; rows];
+        assert_eq!(
+            matmul_argmax(&x, w, &mut mm, &mut got).unwrap(),
+            first,
+            "{dtype:?}"
+        );
+        assert!(got
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert_eq!(
+            matmul_argmax(&x, w, &mut mm, &mut got[1..])
+                .unwrap_err()
+                .code(),
+            "ShapeMismatch"
+        );
+    }
+    // Four Q8_0 rows of one block each (a NaN scale, then 32 quants of 1): every output NaN.
+    let block: Vec<u8> = f16::NAN
+        .to_bits()
+        .to_le_bytes()
+        .into_iter()
+        .chain([1; 32])
+        .collect();
+    let t = Tensor::from_quantized(DType::Q8_0, block.repeat(4), [4, 32]).unwrap();
+    let mut out = [0.0; 4];
+    let top = matmul_argmax(
+        &[1.0; 32],
+        QWeight::try_from(&t).unwrap(),
+        &mut MatmulScratch::default(),
+        &mut out,
+    );
+    assert_eq!(top.unwrap(), None);
+    assert!(out.iter().all(|v| v.is_nan()));
+}
+
 /// Prefill and decode take different kernels (tiled over activation rows, or one row against
 /// the weights); every output must have the same bits either way, for every fused format.
 #[test]

@@ -125,7 +125,7 @@ impl Generation {
             // The prompt's logits, kept since `start` and freed once used (later steps sample
             // from the session's scratch; after a failed one this errors rather than reusing them).
             None => {
-                let t = sample(&mut self.sampler, &self.logits, session.tokens())?;
+                let t = sample(&mut self.sampler, &self.logits, session.tokens(), None)?;
                 self.logits = Vec::new();
                 t
             }
@@ -138,9 +138,9 @@ impl Generation {
                 }));
             }
             Some(t) => {
-                let (logits, history) = session.eval_last(model, &[t])?;
+                let (logits, history, top) = session.eval_last(model, &[t])?;
                 self.pending = None;
-                sample(&mut self.sampler, logits, history)?
+                sample(&mut self.sampler, logits, history, top)?
             }
         };
         if model.tokenizer().is_eog(t) {
@@ -208,8 +208,12 @@ impl Generation {
     }
 }
 
-/// The sampler's pick from `logits`, timed as the profile's sampling section.
-fn sample(sampler: &mut Sampler, logits: &[f32], history: &[u32]) -> Result<u32> {
+/// The sampler's pick from `logits`, timed as the profile's sampling section: `top` (their
+/// first largest, found by the LM head) when that is the pick ([`Sampler::greedy_pick`]).
+fn sample(sampler: &mut Sampler, logits: &[f32], history: &[u32], top: Option<u32>) -> Result<u32> {
     let _t = profile::timer(Section::Sample);
-    sampler.sample(logits, history)
+    match sampler.greedy_pick(top) {
+        Some(t) => Ok(t),
+        None => sampler.sample(logits, history),
+    }
 }

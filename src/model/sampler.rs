@@ -225,6 +225,15 @@ impl Sampler {
         )
     }
 
+    /// What [`Sampler::sample`] returns for a greedy configuration without a repetition
+    /// penalty, given `top`, the index of the first largest logit found elsewhere (the LM
+    /// head's tasks); `None` for any other configuration (or no `top`): then call `sample`.
+    pub fn greedy_pick(&self, top: Option<u32>) -> Option<u32> {
+        let c = &self.config;
+        let plain = c.temperature <= 0.0 && (c.repeat_penalty == 1.0 || c.repeat_last_n == 0);
+        top.filter(|_| plain && c.validate().is_ok())
+    }
+
     /// The candidate set `sample` would draw from, as `(id, penalized logit)` pairs in no
     /// particular order: after the repetition penalty, top-k, top-p and min-p, before the
     /// temperature (which only reshapes the distribution). An inspection hook (it allocates the

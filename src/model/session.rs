@@ -63,12 +63,17 @@ impl Session {
     }
 
     /// [`Session::eval`] with [`Logits::Last`], returning the logits beside the tokens the
-    /// cache now holds (a sampler's history), both borrowed at once: a generation samples
-    /// straight from the scratch instead of copying a vocabulary of logits (1 MB for Gemma 3)
-    /// per token.
-    pub fn eval_last(&mut self, model: &Model, tokens: &[u32]) -> Result<(&[f32], &[u32])> {
+    /// cache now holds (a sampler's history), both borrowed at once, and the index of the first
+    /// largest logit (NaN skipped; `None` when all are NaN), which the LM head found on the way:
+    /// a generation samples straight from the scratch instead of copying a vocabulary of logits
+    /// (1 MB for Gemma 3) per token, and a greedy one need not read them at all.
+    pub fn eval_last(
+        &mut self,
+        model: &Model,
+        tokens: &[u32],
+    ) -> Result<(&[f32], &[u32], Option<u32>)> {
         let len = self.eval(model, tokens, Logits::Last)?.len();
-        Ok((self.scratch.logits(len), &self.tokens))
+        Ok((self.scratch.logits(len), &self.tokens, self.scratch.top()))
     }
 
     /// Evaluates `tokens` after the ones in the cache for their keys and values only (no LM

@@ -37,12 +37,20 @@ pub struct Scratch {
     rope: Vec<f32>,    // [2 bases, rows, head_dim/2, (cos, sin)]
     mm: MatmulScratch, // quantized activations and matmul buffers
     logits: Vec<f32>,  // [rows or 1, n_vocab]
+    /// The first largest of the last [`forward`]'s logits when it made one row of them.
+    top: Option<u32>,
 }
 
 impl Scratch {
     /// The first `len` logits of the last [`forward`] (what it returned, borrowed again).
     pub(super) fn logits(&self, len: usize) -> &[f32] {
         &self.logits[..len]
+    }
+
+    /// The index of the first largest of the last [`forward`]'s logits (NaN skipped), found in
+    /// the LM head's tasks; `None` when it made several rows or every logit was NaN.
+    pub(super) fn top(&self) -> Option<u32> {
+        self.top
     }
 
     fn ensure(
@@ -407,11 +415,14 @@ fn lm_head<'s>(
         logit_rows,
     );
     let v = cfg.n_vocab;
-    w.lm_head().forward(
-        &s.xb[..logit_rows * d],
-        &mut s.logits[..logit_rows * v],
-        &mut s.mm,
-    )?;
+    let (x, out) = (&s.xb[..logit_rows * d], &mut s.logits[..logit_rows * v]);
+    s.top = None;
+    if logit_rows == 1 {
+        let top = w.lm_head().forward_argmax(x, out, &mut s.mm)?;
+        s.top = top.and_then(|i| u32::try_from(i).ok());
+    } else {
+        w.lm_head().forward(x, out, &mut s.mm)?;
+    }
     Ok(&s.logits[..logit_rows * v])
 }
 

@@ -111,6 +111,24 @@ impl Linear {
         Ok(())
     }
 
+    /// [`Linear::forward`] that also returns the index of the first largest output (NaN
+    /// skipped; `None` when all are NaN): the LM head of a decode step, whose greedy pick a
+    /// quantized matrix finds in its parallel tasks (`quant::matmul_argmax`).
+    pub fn forward_argmax(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        mm: &mut MatmulScratch,
+    ) -> Result<Option<usize>> {
+        match self.qweight()? {
+            Some(w) => quant::matmul_argmax(x, w, mm, out),
+            None => {
+                self.forward(x, out, mm)?;
+                Ok(crate::ops::kernels::argmax(out))
+            }
+        }
+    }
+
     /// `out[r, :] = W · x[r, :]` for every row of `x` (`rows × in` → `rows × out`).
     pub fn forward(&self, x: &[f32], out: &mut [f32], mm: &mut MatmulScratch) -> Result<()> {
         match self {

@@ -22,7 +22,7 @@ mod kquants;
 mod legacy;
 mod matmul;
 pub use act::Q8Act;
-pub use matmul::{matmul_into, matmul_many, matmul_weights, MatmulScratch, QWeight};
+pub use matmul::{matmul_argmax, matmul_into, matmul_many, matmul_weights, MatmulScratch, QWeight};
 mod quantize;
 mod traits;
 
