@@ -10,6 +10,7 @@ pub mod chat;
 pub mod config;
 pub mod generate;
 pub mod kv_cache;
+mod miniature;
 pub mod profile;
 pub mod sampler;
 pub mod session;

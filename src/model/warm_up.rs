@@ -12,6 +12,16 @@
 //! of six), for 36 ms more loading. On one thread a spare core compiles beside the prompt
 //! (its first prompt ran 2 % slower than its second), so there the warm-up stays short.
 //!
+//! With more threads the warm-up starts with 300 one-token passes of the model's miniature
+//! (`miniature.rs`), which make the pass's driving code hot: on two threads the first prompt's
+//! decode otherwise shared the cores with 22–25 ms of V8's optimising compiles (`run_jobs`,
+//! `matmul_weights`, `transformer::attention` 9 …, traced with `--trace-wasm-compilation-times`),
+//! with it 7–8 ms. In five A/Bs of fresh engines (medians of four to eight alternating runs)
+//! the first prompt's decode ran 0.7–2.8 % faster in four, 2.6 % slower in one, and loading took
+//! −3 to +57 ms longer (median +20); 300 more full-size decode passes instead (2.5 s of loading)
+//! gave the first prompt the later prompts' rate. On one thread a spare core compiles beside
+//! the prompt, and the miniature only added ~100 ms of loading.
+//!
 //! With more threads the warm-up ends with a batch and a few passes on the team: its own code
 //! (how its loops hand out chunks, the matmul's job closures) runs only there. Without them, on
 //! the Intel Xeon host of 2026-12-06 (fresh Chromium per run, two threads, medians of eight
@@ -20,11 +30,16 @@
 
 use super::chat::ChatMessage;
 use super::generate::{GenerateConfig, Generation};
+use super::miniature::Miniature;
 use super::sampler::SamplerConfig;
 use super::session::Session;
 use super::Model;
 use crate::error::Result;
 
+/// One-token passes of the model's miniature (`miniature.rs`).
+const MINIATURE_PASSES: usize = 300;
+/// Positions of the miniature's cache.
+const MINIATURE_CONTEXT: usize = 64;
 /// Positions of the throwaway session (fewer where the model's context is shorter).
 const CONTEXT: usize = 64;
 /// Rows of the prompt-like batch.
@@ -42,8 +57,9 @@ const TEXT: &str = "What's the capital of France? Answer in one line, then count
     Paris is the capital and most populous city of France, with 2,102,650 residents in 2023.";
 
 /// Runs, on this thread alone, a batch and a two-token greedy generation (sampler, detokenizer,
-/// stop strings) on a throwaway session; with more threads also the tokenizer on a chat prompt
-/// and decode-like passes, then a batch and decode-like passes on the team.
+/// stop strings) on a throwaway session; with more threads first the miniature's passes, also
+/// the tokenizer on a chat prompt and decode-like passes, then a batch and decode-like passes on
+/// the team.
 pub(super) fn warm_up(model: &Model) -> Result<()> {
     let mut session = model.session(CONTEXT)?;
     let room = session.capacity();
@@ -53,6 +69,10 @@ pub(super) fn warm_up(model: &Model) -> Result<()> {
     let batch = room.saturating_sub(steps + 2).clamp(1, BATCH);
     let steps = room.saturating_sub(batch + 2).min(steps);
     crate::parallel::alone(|| {
+        if team {
+            let mut miniature = Miniature::of(model.config(), model.weights(), MINIATURE_CONTEXT)?;
+            miniature.run(MINIATURE_PASSES)?;
+        }
         let chat = [ChatMessage::new("user", TEXT)];
         for _ in 0..encodes {
             // A template that fails to render fails the first chat, not loading.
