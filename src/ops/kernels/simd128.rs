@@ -408,13 +408,13 @@ pub fn max(x: &[f32]) -> f32 {
 const ARGMAX_BLOCK: usize = 1024;
 
 /// See `scalar::argmax` (same index). The largest non-NaN element of each block of
-/// [`ARGMAX_BLOCK`] ([`max_non_nan`]), then the first
-/// element equal to the largest in the first block that holds it: the scalar twin's pick, since
-/// it keeps the first of equal maxima and NaN equals nothing. One pass carrying each lane's index
-/// (a compare and two selects a vector) took 0.15–0.2 ms over Gemma 3's 262,144 logits a token,
-/// this 0.11, about what reading the logits back costs once the LM head's weights have pushed
-/// them out of the core's cache (section profile). A slice with nothing above −∞ (all NaN or −∞)
-/// goes to the scalar twin, whose first-non-NaN start decides it.
+/// [`ARGMAX_BLOCK`] ([`max_non_nan`]), then the first element equal to the largest in the first
+/// block that holds it: the scalar twin's pick, since it keeps the first of equal maxima and NaN
+/// equals nothing. One pass carrying each lane's index (a compare and two selects a vector) took
+/// 0.15–0.2 ms over Gemma 3's 262,144 logits a token, this 0.11, about what reading the logits
+/// back costs once the LM head's weights have pushed them out of the core's cache (section
+/// profile). A slice with nothing above −∞ (all NaN or −∞) goes to the scalar twin, whose
+/// first-non-NaN start decides it.
 pub fn argmax(x: &[f32]) -> Option<usize> {
     let mut top = f32::NEG_INFINITY;
     let mut at = 0..0;
