@@ -18,9 +18,10 @@
 //! `matmul_weights`, `transformer::attention` 9 …, traced with `--trace-wasm-compilation-times`),
 //! with it 7–8 ms. In five A/Bs of fresh engines (medians of four to eight alternating runs)
 //! the first prompt's decode ran 0.7–2.8 % faster in four, 2.6 % slower in one, and loading took
-//! −3 to +57 ms longer (median +20); 300 more full-size decode passes instead (2.5 s of loading)
-//! gave the first prompt the later prompts' rate. On one thread a spare core compiles beside
-//! the prompt, and the miniature only added ~100 ms of loading.
+//! −3 to +57 ms longer (median +20); 200 more full-size decode passes instead (loading 2.5 s
+//! instead of 1.5 from the page's start) gave the first prompt the later prompts' rate. On one
+//! thread a spare core compiles beside the prompt, and the miniature only added ~100 ms of
+//! loading.
 //!
 //! With more threads the warm-up ends with a batch and a few passes on the team: its own code
 //! (how its loops hand out chunks, the matmul's job closures) runs only there. Without them, on
