@@ -241,6 +241,30 @@ fn a_saved_session_restores_exactly_and_rejects_damage_and_other_models() {
 }
 
 /// 64-bit FNV-1a, the saved-session checksum, so a test can forge well-summed bytes.
+/// `eval_last` with `top` returns the same logits as without, and the first largest of them (a
+/// naive search); without `top`, none. Both fixtures, a prompt and decoded tokens.
+#[test]
+fn eval_last_finds_the_first_largest_logit_only_when_asked() {
+    for file in [GEMMA, QWEN] {
+        let model = Model::load(file.to_vec()).unwrap();
+        let ids = model
+            .tokenizer()
+            .encode("The cat sat on the mat", true, true);
+        let (mut with, mut without) = (model.session(64).unwrap(), model.session(64).unwrap());
+        let mut next = ids.clone();
+        for _ in 0..4 {
+            let (a, _, none) = without.eval_last(&model, &next, false).unwrap();
+            let a = a.to_vec();
+            let (b, _, top) = with.eval_last(&model, &next, true).unwrap();
+            assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()));
+            let max = a.iter().copied().filter(|v| !v.is_nan()).reduce(f32::max);
+            let first = a.iter().position(|&v| Some(v) == max).map(|i| i as u32);
+            assert_eq!((top, none), (first, None));
+            next = vec![first.unwrap()];
+        }
+    }
+}
+
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)

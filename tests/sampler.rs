@@ -192,6 +192,58 @@ fn top_k_on_long_logits_matches_a_full_sort() {
     }
 }
 
+/// A sampler picks the top exactly for a valid greedy configuration without a repetition
+/// penalty; for each that does, `sample` returns the first largest logit (a naive search) with
+/// the history holding it.
+#[test]
+fn picks_the_top_only_where_sample_returns_the_first_largest() {
+    let logits = [1.0, 4.0, f32::NAN, 4.0, -2.0, 3.5];
+    let greedy = SamplerConfig {
+        temperature: 0.0,
+        ..plain(3)
+    };
+    for (c, picks) in [
+        (greedy, true),
+        (
+            SamplerConfig {
+                temperature: -1.0,
+                top_k: 2,
+                ..greedy
+            },
+            true,
+        ),
+        (
+            SamplerConfig {
+                repeat_penalty: 2.0,
+                repeat_last_n: 0,
+                ..greedy
+            },
+            true,
+        ),
+        (
+            SamplerConfig {
+                repeat_penalty: 2.0,
+                ..greedy
+            },
+            false,
+        ),
+        (
+            SamplerConfig {
+                top_p: 2.0,
+                ..greedy
+            },
+            false,
+        ),
+        (plain(3), false),
+    ] {
+        let mut s = Sampler::new(c);
+        assert_eq!(s.picks_the_top(), picks, "{c:?}");
+        if picks {
+            assert_eq!(s.sample(&logits, &[1, 3]).unwrap(), 1, "{c:?}");
+        }
+    }
+}
+
 #[test]
 fn top_p_keeps_the_smallest_sufficient_prefix() {
     // p = 0.5 (id 3), 0.2 (id 0), 0.15 (id 4), 0.1 (id 1), 0.05 (id 2).

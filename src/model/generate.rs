@@ -138,7 +138,8 @@ impl Generation {
                 }));
             }
             Some(t) => {
-                let (logits, history, top) = session.eval_last(model, &[t])?;
+                let greedy = self.sampler.picks_the_top();
+                let (logits, history, top) = session.eval_last(model, &[t], greedy)?;
                 self.pending = None;
                 sample(&mut self.sampler, logits, history, top)?
             }
@@ -209,10 +210,11 @@ impl Generation {
 }
 
 /// The sampler's pick from `logits`, timed as the profile's sampling section: `top` (their
-/// first largest, found by the LM head) when that is the pick ([`Sampler::greedy_pick`]).
+/// first largest, found by the LM head for a sampler that [picks the top][Sampler::picks_the_top])
+/// when there is one.
 fn sample(sampler: &mut Sampler, logits: &[f32], history: &[u32], top: Option<u32>) -> Result<u32> {
     let _t = profile::timer(Section::Sample);
-    match sampler.greedy_pick(top) {
+    match top {
         Some(t) => Ok(t),
         None => sampler.sample(logits, history),
     }

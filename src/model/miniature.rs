@@ -75,13 +75,14 @@ impl Miniature {
         })
     }
 
-    /// `passes` one-token forward passes with the LM head, positions cycling through the cache.
+    /// `passes` one-token forward passes with the LM head and its greedy pick, positions cycling
+    /// through the cache.
     pub(super) fn run(&mut self, passes: usize) -> Result<()> {
         let capacity = self.cache.capacity();
         for p in 0..passes {
             let (cfg, w) = (&self.cfg, &self.w);
             let (cache, s) = (&mut self.cache, &mut self.scratch);
-            transformer::forward(cfg, w, cache, s, &[0], p % capacity, Logits::Last)?;
+            transformer::forward(cfg, w, cache, s, &[0], p % capacity, Logits::LastAndTop)?;
         }
         Ok(())
     }

@@ -225,13 +225,13 @@ impl Sampler {
         )
     }
 
-    /// What [`Sampler::sample`] returns for a greedy configuration without a repetition
-    /// penalty, given `top`, the index of the first largest logit found elsewhere (the LM
-    /// head's tasks); `None` for any other configuration (or no `top`): then call `sample`.
-    pub fn greedy_pick(&self, top: Option<u32>) -> Option<u32> {
+    /// Whether [`Sampler::sample`] returns the first largest logit whatever the history: a
+    /// valid greedy configuration without a repetition penalty. A generation then takes the
+    /// index the LM head found (`Logits::LastAndTop`) instead of sampling.
+    pub fn picks_the_top(&self) -> bool {
         let c = &self.config;
         let plain = c.temperature <= 0.0 && (c.repeat_penalty == 1.0 || c.repeat_last_n == 0);
-        top.filter(|_| plain && c.validate().is_ok())
+        plain && c.validate().is_ok()
     }
 
     /// The candidate set `sample` would draw from, as `(id, penalized logit)` pairs in no

@@ -34,11 +34,11 @@ impl Session {
     }
 
     /// Evaluates `tokens` after the ones already in the cache and returns the logits asked for
-    /// (`[1, vocab]` for [`Logits::Last`]). For `Last`, a long prompt runs in passes of
-    /// [`PREFILL_CHUNK`] tokens: every row and attention query is computed as in one pass (the
-    /// same bits), but a pass's activations stay in cache — a 1,060-token pass streamed its
-    /// 2 MB of quantized activations from memory once per weight block, which halved two
-    /// threads' matmul rate — and the scratch is sized for a chunk, not the prompt.
+    /// (`[1, vocab]` but for [`Logits::All`]). For the last token's, a long prompt runs in
+    /// passes of [`PREFILL_CHUNK`] tokens: every row and attention query is computed as in one
+    /// pass (the same bits), but a pass's activations stay in cache — a 1,060-token pass
+    /// streamed its 2 MB of quantized activations from memory once per weight block, which
+    /// halved two threads' matmul rate — and the scratch is sized for a chunk, not the prompt.
     pub fn eval(&mut self, model: &Model, tokens: &[u32], which: Logits) -> Result<&[f32]> {
         // Checked before the first chunk, so a prompt that cannot fit changes nothing (a later
         // error leaves the chunks before it in the cache, with their tokens).
@@ -50,7 +50,7 @@ impl Session {
             });
         }
         let mut rest = tokens;
-        if which == Logits::Last {
+        if which != Logits::All {
             while rest.len() > PREFILL_CHUNK {
                 let (chunk, tail) = rest.split_at(PREFILL_CHUNK);
                 self.eval_layers(model, chunk)?;
@@ -62,17 +62,23 @@ impl Session {
         })
     }
 
-    /// [`Session::eval`] with [`Logits::Last`], returning the logits beside the tokens the
-    /// cache now holds (a sampler's history), both borrowed at once, and the index of the first
-    /// largest logit (NaN skipped; `None` when all are NaN), which the LM head found on the way:
-    /// a generation samples straight from the scratch instead of copying a vocabulary of logits
+    /// [`Session::eval`] of the last token's logits, returning them beside the tokens the cache
+    /// now holds (a sampler's history), both borrowed at once, and with `top` the index of the
+    /// first largest logit ([`Logits::LastAndTop`]; `None` without `top` or when all are NaN): a
+    /// generation samples straight from the scratch instead of copying a vocabulary of logits
     /// (1 MB for Gemma 3) per token, and a greedy one need not read them at all.
     pub fn eval_last(
         &mut self,
         model: &Model,
         tokens: &[u32],
+        top: bool,
     ) -> Result<(&[f32], &[u32], Option<u32>)> {
-        let len = self.eval(model, tokens, Logits::Last)?.len();
+        let which = if top {
+            Logits::LastAndTop
+        } else {
+            Logits::Last
+        };
+        let len = self.eval(model, tokens, which)?.len();
         Ok((self.scratch.logits(len), &self.tokens, self.scratch.top()))
     }
 

@@ -37,7 +37,7 @@ pub struct Scratch {
     rope: Vec<f32>,    // [2 bases, rows, head_dim/2, (cos, sin)]
     mm: MatmulScratch, // quantized activations and matmul buffers
     logits: Vec<f32>,  // [rows or 1, n_vocab]
-    /// The first largest of the last [`forward`]'s logits when it made one row of them.
+    /// The first largest of the last [`forward`]'s logits, when it was asked for.
     top: Option<u32>,
 }
 
@@ -48,7 +48,8 @@ impl Scratch {
     }
 
     /// The index of the first largest of the last [`forward`]'s logits (NaN skipped), found in
-    /// the LM head's tasks; `None` when it made several rows or every logit was NaN.
+    /// the LM head's tasks; `None` unless it ran for [`Logits::LastAndTop`], or when every
+    /// logit was NaN.
     pub(super) fn top(&self) -> Option<u32> {
         self.top
     }
@@ -138,6 +139,9 @@ fn rope(x: &mut [f32], cs: &[f32], style: RopeStyle) {
 pub enum Logits {
     /// Only the last token (what generation needs; skips the LM head for the rest).
     Last,
+    /// As `Last`, and the index of its first largest logit (NaN skipped), found in the LM
+    /// head's parallel tasks while their outputs are in cache: a greedy generation's pick.
+    LastAndTop,
     /// Every token of the batch (`[n, n_vocab]`, for evaluation).
     All,
 }
@@ -159,7 +163,14 @@ pub fn forward<'s>(
         1
     };
     layers(cfg, w, cache, s, tokens, pos0, logit_rows)?;
-    lm_head(cfg, w, s, tokens.len(), logit_rows)
+    lm_head(
+        cfg,
+        w,
+        s,
+        tokens.len(),
+        logit_rows,
+        which == Logits::LastAndTop,
+    )
 }
 
 /// Everything of [`forward`] before the LM head, with the scratch sized for `logit_rows`; with
@@ -403,6 +414,7 @@ fn lm_head<'s>(
     s: &'s mut Scratch,
     n: usize,
     logit_rows: usize,
+    top: bool,
 ) -> Result<&'s [f32]> {
     let _t = matmul_timer(Section::LmHead, &[w.lm_head()], logit_rows);
     let d = cfg.n_embd;
@@ -417,7 +429,7 @@ fn lm_head<'s>(
     let v = cfg.n_vocab;
     let (x, out) = (&s.xb[..logit_rows * d], &mut s.logits[..logit_rows * v]);
     s.top = None;
-    if logit_rows == 1 {
+    if top {
         let top = w.lm_head().forward_argmax(x, out, &mut s.mm)?;
         s.top = top.and_then(|i| u32::try_from(i).ok());
     } else {
