@@ -240,18 +240,25 @@ fn a_saved_session_restores_exactly_and_rejects_damage_and_other_models() {
     assert_err(q.load(&other, &bytes), "SessionMismatch");
 }
 
-/// 64-bit FNV-1a, the saved-session checksum, so a test can forge well-summed bytes.
-/// `eval_last` with `top` returns the same logits as without, and the first largest of them (a
-/// naive search); without `top`, none. Both fixtures, a prompt and decoded tokens.
-#[test]
-fn eval_last_finds_the_first_largest_logit_only_when_asked() {
-    for file in [GEMMA, QWEN] {
+/// The Gemma 3 (SentencePiece) and Qwen 2 (byte-level BPE) fixtures, each with a short prompt's
+/// ids.
+fn fixtures_with_a_prompt() -> [(Model, Vec<u32>); 2] {
+    [GEMMA, QWEN].map(|file| {
         let model = Model::load(file.to_vec()).unwrap();
         let ids = model
             .tokenizer()
             .encode("The cat sat on the mat", true, true);
+        (model, ids)
+    })
+}
+
+/// `eval_last` with `top` returns the same logits as without, and the first largest of them (a
+/// naive search); without `top`, none. Both fixtures, a prompt and decoded tokens.
+#[test]
+fn eval_last_finds_the_first_largest_logit_only_when_asked() {
+    for (model, ids) in fixtures_with_a_prompt() {
         let (mut with, mut without) = (model.session(64).unwrap(), model.session(64).unwrap());
-        let mut next = ids.clone();
+        let mut next = ids;
         for _ in 0..4 {
             let (a, _, none) = without.eval_last(&model, &next, false).unwrap();
             let a = a.to_vec();
@@ -265,6 +272,7 @@ fn eval_last_finds_the_first_largest_logit_only_when_asked() {
     }
 }
 
+/// 64-bit FNV-1a, the saved-session checksum, so a test can forge well-summed bytes.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
@@ -424,11 +432,7 @@ fn decoded_tokens_equal_the_rows_of_one_pass() {
 /// byte-level BPE with a Jinja chat template (Qwen 2).
 #[test]
 fn warm_up_changes_no_result() {
-    for file in [GEMMA, QWEN] {
-        let model = Model::load(file.to_vec()).unwrap();
-        let prompt = model
-            .tokenizer()
-            .encode("The cat sat on the mat", true, true);
+    for (model, prompt) in fixtures_with_a_prompt() {
         let logits = |model: &Model| {
             let mut s = model.session(64).unwrap();
             s.eval(model, &prompt, Logits::Last).unwrap().to_vec()

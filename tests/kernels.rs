@@ -57,6 +57,35 @@ fn canonical_bits(v: f32) -> u32 {
     }
 }
 
+/// `out[r·n_w + o] = w_o · x_r` over prepared activations.
+type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
+
+/// A fast gemm and its scalar twin (`[fast, twin]`) give the same bits for the `n_w` weight rows
+/// `w` against `act`, and the twin's element `(r, o)` is weight row `o`'s `dot` with activation
+/// row `r` (the layout).
+fn assert_gemm_twins(
+    [fast, twin]: [Gemm; 2],
+    dot: fn(&[u8], &[u8]) -> f32,
+    w: &[u8],
+    act: &Q8Act,
+    n_w: usize,
+) {
+    let (rows, w_row) = (act.rows(), w.len() / n_w);
+    let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
+    fast(w, act, &mut a);
+    twin(w, act, &mut b);
+    for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+        let what = format!("rows {rows}, blocks {}, element {i}", act.blocks());
+        assert_eq!(canonical_bits(*p), canonical_bits(*q), "{what}: {p} vs {q}");
+    }
+    for o in 0..n_w {
+        for r in 0..rows {
+            let want = dot(&w[o * w_row..(o + 1) * w_row], act.q8_row(r));
+            assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
+        }
+    }
+}
+
 #[test]
 fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
     let mut rng = Rng::new(11);
@@ -82,24 +111,8 @@ fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
             .collect();
         let mut act = Q8Act::default();
         act.prepare(&x, n_in).unwrap();
-        let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
-        kernels::gemm_q4_0_q8_0(&w, &act, &mut a);
-        scalar::gemm_q4_0_q8_0(&w, &act, &mut b);
-        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-            assert_eq!(
-                canonical_bits(*p),
-                canonical_bits(*q),
-                "rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
-            );
-        }
-        // And the layout: element (r, o) of the twin is row o's dot with activation row r.
-        for o in 0..n_w {
-            for r in 0..rows {
-                let want =
-                    scalar::vec_dot_q4_0_q8_0(&w[o * blocks * 18..][..blocks * 18], act.q8_row(r));
-                assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
-            }
-        }
+        let gemms = [kernels::gemm_q4_0_q8_0 as Gemm, scalar::gemm_q4_0_q8_0];
+        assert_gemm_twins(gemms, scalar::vec_dot_q4_0_q8_0, &w, &act, n_w);
     }
 }
 
@@ -120,7 +133,6 @@ fn file_layout_gemm(dtype: DType, w: &[u8], act: &Q8Act, n_w: usize) -> Vec<f32>
 
 #[test]
 fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
-    type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
     let mut rng = Rng::new(29);
     for (dtype, fast, twin) in [
         (
@@ -474,23 +486,8 @@ fn tiled_q8_0_gemm_equals_scalar_twin_and_q5_0_reencodes_exactly() {
         let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 3.0).collect();
         let mut act = Q8Act::default();
         act.prepare(&x, n_in).unwrap();
-        let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
-        kernels::gemm_q8_0_q8_0(&w, &act, &mut a);
-        scalar::gemm_q8_0_q8_0(&w, &act, &mut b);
-        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-            assert_eq!(
-                canonical_bits(*p),
-                canonical_bits(*q),
-                "rows {rows}, blocks {blocks}, element {i}"
-            );
-        }
-        for o in 0..n_w {
-            for r in 0..rows {
-                let want =
-                    scalar::vec_dot_q8_0_q8_0(&w[o * blocks * 34..][..blocks * 34], act.q8_row(r));
-                assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
-            }
-        }
+        let gemms = [kernels::gemm_q8_0_q8_0 as Gemm, scalar::gemm_q8_0_q8_0];
+        assert_gemm_twins(gemms, scalar::vec_dot_q8_0_q8_0, &w, &act, n_w);
         // A Q5_0 row re-encoded as Q8_0 dots to the Q5_0 dot's bits.
         let w5 = random_mix_blocks(&mut rng, DType::Q5_0, blocks);
         let mut w8 = vec![0u8; blocks * 34];
