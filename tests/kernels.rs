@@ -74,9 +74,13 @@ fn assert_gemm_twins(
     let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
     fast(w, act, &mut a);
     twin(w, act, &mut b);
+    let blocks = act.blocks();
     for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-        let what = format!("rows {rows}, blocks {}, element {i}", act.blocks());
-        assert_eq!(canonical_bits(*p), canonical_bits(*q), "{what}: {p} vs {q}");
+        assert_eq!(
+            canonical_bits(*p),
+            canonical_bits(*q),
+            "rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
+        );
     }
     for o in 0..n_w {
         for r in 0..rows {
