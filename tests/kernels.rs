@@ -57,35 +57,30 @@ fn canonical_bits(v: f32) -> u32 {
     }
 }
 
-/// `out[r·n_w + o] = w_o · x_r` over prepared activations.
-type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
+/// A gemm call that fills its output.
+type Fill<'a> = &'a dyn Fn(&mut [f32]);
 
-/// A fast gemm and its scalar twin (`[fast, twin]`) give the same bits for the `n_w` weight rows
-/// `w` against `act`, and the twin's element `(r, o)` is weight row `o`'s `dot` with activation
-/// row `r` (the layout).
+/// A fast gemm and its scalar twin (`[fast, twin]`, each filling `out[r·n_w + o]`) give the
+/// same bits for `n_w` weight rows against `rows` activation rows, and the twin's element
+/// `(r, o)` is `dot(o, r)`, weight row `o`'s dot with activation row `r` (the layout). `what`
+/// names the case in a failure.
 fn assert_gemm_twins(
-    [fast, twin]: [Gemm; 2],
-    dot: fn(&[u8], &[u8]) -> f32,
-    w: &[u8],
-    act: &Q8Act,
-    n_w: usize,
+    [fast, twin]: [Fill; 2],
+    dot: impl Fn(usize, usize) -> f32,
+    (n_w, rows): (usize, usize),
+    what: &str,
 ) {
-    let (rows, w_row) = (act.rows(), w.len() / n_w);
     let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
-    fast(w, act, &mut a);
-    twin(w, act, &mut b);
-    let blocks = act.blocks();
+    fast(&mut a);
+    twin(&mut b);
     for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-        assert_eq!(
-            canonical_bits(*p),
-            canonical_bits(*q),
-            "rows {rows}, blocks {blocks}, element {i}: {p} vs {q}"
-        );
+        let (p, q) = (canonical_bits(*p), canonical_bits(*q));
+        assert_eq!(p, q, "{what}, element {i}: {p:#x} vs {q:#x}");
     }
     for o in 0..n_w {
         for r in 0..rows {
-            let want = dot(&w[o * w_row..(o + 1) * w_row], act.q8_row(r));
-            assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
+            let want = canonical_bits(dot(o, r));
+            assert_eq!(canonical_bits(b[r * n_w + o]), want, "{what}, ({r}, {o})");
         }
     }
 }
@@ -115,8 +110,15 @@ fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
             .collect();
         let mut act = Q8Act::default();
         act.prepare(&x, n_in).unwrap();
-        let gemms = [kernels::gemm_q4_0_q8_0 as Gemm, scalar::gemm_q4_0_q8_0];
-        assert_gemm_twins(gemms, scalar::vec_dot_q4_0_q8_0, &w, &act, n_w);
+        let row = |o: usize| &w[o * blocks * 18..][..blocks * 18];
+        assert_gemm_twins(
+            [&|out| kernels::gemm_q4_0_q8_0(&w, &act, out), &|out| {
+                scalar::gemm_q4_0_q8_0(&w, &act, out)
+            }],
+            |o, r| scalar::vec_dot_q4_0_q8_0(row(o), act.q8_row(r)),
+            (n_w, rows),
+            &format!("rows {rows}, blocks {blocks}"),
+        );
     }
 }
 
@@ -137,6 +139,7 @@ fn file_layout_gemm(dtype: DType, w: &[u8], act: &Q8Act, n_w: usize) -> Vec<f32>
 
 #[test]
 fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
+    type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
     let mut rng = Rng::new(29);
     for (dtype, fast, twin) in [
         (
@@ -490,8 +493,15 @@ fn tiled_q8_0_gemm_equals_scalar_twin_and_q5_0_reencodes_exactly() {
         let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 3.0).collect();
         let mut act = Q8Act::default();
         act.prepare(&x, n_in).unwrap();
-        let gemms = [kernels::gemm_q8_0_q8_0 as Gemm, scalar::gemm_q8_0_q8_0];
-        assert_gemm_twins(gemms, scalar::vec_dot_q8_0_q8_0, &w, &act, n_w);
+        let row = |o: usize| &w[o * blocks * 34..][..blocks * 34];
+        assert_gemm_twins(
+            [&|out| kernels::gemm_q8_0_q8_0(&w, &act, out), &|out| {
+                scalar::gemm_q8_0_q8_0(&w, &act, out)
+            }],
+            |o, r| scalar::vec_dot_q8_0_q8_0(row(o), act.q8_row(r)),
+            (n_w, rows),
+            &format!("rows {rows}, blocks {blocks}"),
+        );
         // A Q5_0 row re-encoded as Q8_0 dots to the Q5_0 dot's bits.
         let w5 = random_mix_blocks(&mut rng, DType::Q5_0, blocks);
         let mut w8 = vec![0u8; blocks * 34];
@@ -528,25 +538,20 @@ fn k_gemm_tiles_equal_scalar_twin_bit_for_bit() {
             let n_w = 5;
             let w = random_mix_blocks(&mut rng, dtype, n_w * blocks);
             let bb = dtype.block_bytes();
-            let (mut a, mut b) = (vec![0.0f32; n_w * rows], vec![0.0f32; n_w * rows]);
-            kernels::gemm_k_q8_k(dtype, &w, &x, x_row, &mut a);
-            scalar::gemm_k_q8_k(dtype, &w, &x, x_row, &mut b);
-            for (i, (p, q)) in a.iter().zip(&b).enumerate() {
-                assert_eq!(
-                    canonical_bits(*p),
-                    canonical_bits(*q),
-                    "{dtype}, rows {rows}, element {i}"
-                );
-            }
-            for o in 0..n_w {
-                for r in 0..rows {
-                    let want = dot(
+            assert_gemm_twins(
+                [
+                    &|out| kernels::gemm_k_q8_k(dtype, &w, &x, x_row, out),
+                    &|out| scalar::gemm_k_q8_k(dtype, &w, &x, x_row, out),
+                ],
+                |o, r| {
+                    dot(
                         &w[o * blocks * bb..][..blocks * bb],
                         &x[r * x_row..][..x_row],
-                    );
-                    assert_eq!(canonical_bits(b[r * n_w + o]), canonical_bits(want));
-                }
-            }
+                    )
+                },
+                (n_w, rows),
+                &format!("{dtype}, rows {rows}"),
+            );
         }
     }
 }
