@@ -565,15 +565,21 @@ fn matmul_dims(
     Ok((rows, n_out, n_in))
 }
 
-/// Weight rows per parallel task over `jobs` against `act_rows` activation rows: a whole matrix
-/// on one thread ([`SERIAL_TASK_ROWS`] for a tile's four or more rows), or when the work is
-/// under [`MIN_SPLIT_WORK`]; else one task per [`MIN_TASK_BYTES`] of work, kept to one to
-/// sixteen a thread and to a multiple of the thread count, so that the threads get equal shares
-/// and the task still running when the others finish is short. With several matrices a task stays within one, so the count (up to that
+/// Weight rows per parallel task over `jobs` against `act_rows` activation rows, for this
+/// build's threads ([`task_rows`]).
+fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
+    task_rows(jobs, act_rows, parallel::num_threads())
+}
+
+/// [`chunk_rows`] for `t` threads: a whole matrix on one thread ([`SERIAL_TASK_ROWS`] for a
+/// tile's four or more rows), or when the work is under [`MIN_SPLIT_WORK`]; else one task per
+/// [`MIN_TASK_BYTES`] of work, kept to one to sixteen a thread and to a multiple of the thread
+/// count, so that the threads get equal shares and the task still running when the others
+/// finish is short. With several matrices a task stays within one, so the count (up to that
 /// one) is the one whose tasks share out most evenly ([`span`]; a lone matrix skips the search,
 /// whose cost grows with the tasks). Whole interleaving groups either way, so an interleaved
 /// matrix's chunks start at a group.
-fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
+fn task_rows(jobs: &[Job], act_rows: usize, t: usize) -> usize {
     let group = super::interleave::GROUP;
     let whole = jobs.iter().map(|j| j.rows).max().unwrap_or(1).max(1);
     let work = jobs
@@ -581,7 +587,6 @@ fn chunk_rows(jobs: &[Job], act_rows: usize) -> usize {
         .map(|j| j.rows.saturating_mul(j.w_row))
         .fold(0usize, usize::saturating_add)
         .saturating_mul(act_rows);
-    let t = parallel::num_threads();
     if t <= 1 && act_rows >= 4 {
         return whole.min(SERIAL_TASK_ROWS).next_multiple_of(group);
     }
@@ -711,30 +716,32 @@ mod tests {
         assert_eq!(span(&[job(100, 1)], 16, 3), 36);
     }
 
-    /// Whatever the thread count, the chosen tasks leave no thread more than one 16-row task
-    /// above an even share, and a lone small matrix gets one task a thread.
+    /// On two and three threads the chosen tasks leave no thread more than one 16-row task above
+    /// an even share, and a lone small matrix gets one task a thread; one thread takes a decoded
+    /// row's matrices whole and a prompt's in tasks of at most SERIAL_TASK_ROWS. (Four threads
+    /// do not hold the bound for a decoded token's q/k/v: under 1 MiB of work gives four tasks of
+    /// 384 rows, five pieces in all, so one thread reads 640 rows against an even 384. Not
+    /// measured on a machine with four cores.)
     #[test]
-    fn chunk_rows_picks_an_even_split() {
-        let t = parallel::num_threads();
+    fn task_rows_pick_an_even_split() {
         let qkv = [job(1024, 360), job(256, 360), job(256, 360)];
-        let r = chunk_rows(&qkv, 1);
-        if t == 2 {
-            // Worked by hand: 768-row tasks give 768 | 256 + 256 + 256 rows.
-            assert_eq!(r, 768);
-        }
-        if t > 1 {
+        // Worked by hand: 768-row tasks give 768 | 256 + 256 + 256 rows.
+        assert_eq!(task_rows(&qkv, 1, 2), 768);
+        for t in 2..=3 {
+            let r = task_rows(&qkv, 1, t);
             let ideal = (1536usize * 360).div_ceil(t);
-            assert!(span(&qkv, r, t) <= ideal + 16 * 360, "rows {r}");
-            let down = [job(640, 1152)];
-            assert_eq!(
-                chunk_rows(&down, 1),
-                (640usize).div_ceil(t).next_multiple_of(4)
+            assert!(
+                span(&qkv, r, t) <= ideal + 16 * 360,
+                "{t} threads, rows {r}"
             );
-        } else {
-            assert_eq!(r, 1024);
-            // A prompt's rows: tasks of SERIAL_TASK_ROWS, the whole of a smaller matrix.
-            assert_eq!(chunk_rows(&qkv, 106), 256);
-            assert_eq!(chunk_rows(&[job(200, 360)], 106), 200);
+            let down = [job(640, 1152)];
+            let even = 640usize.div_ceil(t).next_multiple_of(4);
+            assert_eq!(task_rows(&down, 1, t), even, "{t} threads");
         }
+        assert_eq!(task_rows(&qkv, 1, 1), 1024);
+        assert_eq!(task_rows(&qkv, 3, 1), 1024);
+        assert_eq!(task_rows(&qkv, 106, 1), SERIAL_TASK_ROWS);
+        assert_eq!(task_rows(&[job(200, 360)], 106, 1), 200);
+        assert_eq!(task_rows(&[job(202, 360)], 106, 1), 204);
     }
 }
