@@ -60,6 +60,9 @@ fn canonical_bits(v: f32) -> u32 {
 /// A gemm call that fills its output.
 type Fill<'a> = &'a dyn Fn(&mut [f32]);
 
+/// `out[r·n_w + o] = w_o · x_r` over prepared activations.
+type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
+
 /// A fast gemm and its scalar twin (`[fast, twin]`, each filling `out[r·n_w + o]`) give the
 /// same bits for `n_w` weight rows against `rows` activation rows, and the twin's element
 /// `(r, o)` is `dot(o, r)`, weight row `o`'s dot with activation row `r` (the layout). `what`
@@ -83,6 +86,24 @@ fn assert_gemm_twins(
             assert_eq!(canonical_bits(b[r * n_w + o]), want, "{what}, ({r}, {o})");
         }
     }
+}
+
+/// [`assert_gemm_twins`] for gemms of `n_w` weight rows `w` in the file's layout over prepared
+/// Q8_0 activations, the twin's element `(r, o)` being `dot` of row `o` with activation row `r`.
+fn assert_q8_act_gemm_twins(
+    [fast, twin]: [Gemm; 2],
+    dot: fn(&[u8], &[u8]) -> f32,
+    w: &[u8],
+    act: &Q8Act,
+    n_w: usize,
+) {
+    let w_row = w.len() / n_w;
+    assert_gemm_twins(
+        [&|out| fast(w, act, out), &|out| twin(w, act, out)],
+        |o, r| dot(&w[o * w_row..][..w_row], act.q8_row(r)),
+        (n_w, act.rows()),
+        &format!("rows {}, blocks {}", act.rows(), act.blocks()),
+    );
 }
 
 #[test]
@@ -110,15 +131,8 @@ fn tiled_q4_0_gemm_equals_scalar_twin_bit_for_bit() {
             .collect();
         let mut act = Q8Act::default();
         act.prepare(&x, n_in).unwrap();
-        let row = |o: usize| &w[o * blocks * 18..][..blocks * 18];
-        assert_gemm_twins(
-            [&|out| kernels::gemm_q4_0_q8_0(&w, &act, out), &|out| {
-                scalar::gemm_q4_0_q8_0(&w, &act, out)
-            }],
-            |o, r| scalar::vec_dot_q4_0_q8_0(row(o), act.q8_row(r)),
-            (n_w, rows),
-            &format!("rows {rows}, blocks {blocks}"),
-        );
+        let gemms = [kernels::gemm_q4_0_q8_0 as Gemm, scalar::gemm_q4_0_q8_0];
+        assert_q8_act_gemm_twins(gemms, scalar::vec_dot_q4_0_q8_0, &w, &act, n_w);
     }
 }
 
@@ -139,7 +153,6 @@ fn file_layout_gemm(dtype: DType, w: &[u8], act: &Q8Act, n_w: usize) -> Vec<f32>
 
 #[test]
 fn interleaved_formats_round_trip_and_their_gemms_equal_the_file_layout_bit_for_bit() {
-    type Gemm = fn(&[u8], &Q8Act, &mut [f32]);
     let mut rng = Rng::new(29);
     for (dtype, fast, twin) in [
         (
@@ -493,15 +506,8 @@ fn tiled_q8_0_gemm_equals_scalar_twin_and_q5_0_reencodes_exactly() {
         let x: Vec<f32> = (0..rows * n_in).map(|_| rng.f32() * 3.0).collect();
         let mut act = Q8Act::default();
         act.prepare(&x, n_in).unwrap();
-        let row = |o: usize| &w[o * blocks * 34..][..blocks * 34];
-        assert_gemm_twins(
-            [&|out| kernels::gemm_q8_0_q8_0(&w, &act, out), &|out| {
-                scalar::gemm_q8_0_q8_0(&w, &act, out)
-            }],
-            |o, r| scalar::vec_dot_q8_0_q8_0(row(o), act.q8_row(r)),
-            (n_w, rows),
-            &format!("rows {rows}, blocks {blocks}"),
-        );
+        let gemms = [kernels::gemm_q8_0_q8_0 as Gemm, scalar::gemm_q8_0_q8_0];
+        assert_q8_act_gemm_twins(gemms, scalar::vec_dot_q8_0_q8_0, &w, &act, n_w);
         // A Q5_0 row re-encoded as Q8_0 dots to the Q5_0 dot's bits.
         let w5 = random_mix_blocks(&mut rng, DType::Q5_0, blocks);
         let mut w8 = vec![0u8; blocks * 34];
