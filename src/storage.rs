@@ -4,6 +4,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
@@ -179,6 +180,38 @@ pub(crate) fn try_grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<(
         try_reserve(v, n - v.len())?;
         v.resize(n, T::default());
     }
+    Ok(())
+}
+
+/// Appends `rows` rows of `width` values to `v`, row `i` zeroed and then passed to `fill(i, row)`,
+/// a few rows a task over the threads ([`parallel::for_each_row`]); or
+/// [`Error::AllocationFailed`]. For buffers that grow into fresh memory (a prompt's KV-cache
+/// rows, a longer prompt's scratch), whose first write to each page costs a page fault: a
+/// zero-fill on one thread before the real writes kept the other threads waiting.
+///
+/// [`parallel::for_each_row`]: crate::parallel::for_each_row
+pub(crate) fn try_extend_rows(
+    v: &mut Vec<f32>,
+    rows: usize,
+    width: usize,
+    fill: impl Fn(usize, &mut [f32]) + Sync + Send,
+) -> Result<()> {
+    let n = rows
+        .checked_mul(width)
+        .ok_or_else(|| Error::overflow("buffer rows", &[rows, width]))?;
+    try_reserve(v, n)?;
+    let len = v.len();
+    crate::parallel::for_each_row(&mut v.spare_capacity_mut()[..n], width, |i, row| {
+        for x in row.iter_mut() {
+            x.write(0.0);
+        }
+        // SAFETY: every element of `row` was written just above.
+        let row = unsafe { &mut *(row as *mut [MaybeUninit<f32>] as *mut [f32]) };
+        fill(i, row);
+    });
+    // SAFETY: the loop wrote all `n` elements after `len` (its rows cover them: `n` is whole
+    // rows of `width`), and `try_reserve` made room for them.
+    unsafe { v.set_len(len + n) };
     Ok(())
 }
 

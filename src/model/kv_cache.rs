@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::ops::kernels::round_to_f16;
-use crate::storage::try_with_capacity;
+use crate::storage::{try_extend_rows, try_with_capacity};
 
 pub struct KvCache {
     capacity: usize,
@@ -51,17 +51,29 @@ impl KvCache {
         self.kv_dim
     }
 
-    /// Stores rows `k`, `v` (`n × kv_dim` each) at positions `pos..pos + n` of layer `il`.
-    pub(crate) fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) {
-        let start = pos * self.kv_dim;
+    /// Stores rows `k`, `v` (`n × kv_dim` each) at positions `pos..pos + n` of layer `il`, rounded
+    /// through f16, a prompt's rows over the threads; positions past the last stored one go
+    /// straight into the reserved capacity ([`try_extend_rows`]), so their pages' first touch
+    /// is shared too. On the leader alone (zero-filled, then copied and rounded) this was most of
+    /// a two-thread prompt's rope section: Gemma 3 270M in Chromium on the 2-core Intel Xeon host,
+    /// medians of four fresh engines, 0.079 → 0.045 ms a prompt token for 106 tokens, 0.060 →
+    /// 0.051 for 1,060 with the first touch shared. An error only if the capacity is short,
+    /// which `forward` rules out.
+    pub(crate) fn store(&mut self, il: usize, pos: usize, k: &[f32], v: &[f32]) -> Result<()> {
+        let (start, w) = (pos * self.kv_dim, self.kv_dim);
         for (dst, src) in [(&mut self.k[il], k), (&mut self.v[il], v)] {
-            let end = start + src.len();
-            if dst.len() < end {
-                dst.resize(end, 0.0); // within the reserved capacity: no reallocation
+            let put = |i: usize, row: &mut [f32]| {
+                row.copy_from_slice(&src[i * w..(i + 1) * w]);
+                round_to_f16(row);
+            };
+            // What lies past `start` belongs to positions the session dropped.
+            dst.truncate(start);
+            if dst.len() < start {
+                dst.resize(start, 0.0); // not reached: positions are stored in order
             }
-            dst[start..end].copy_from_slice(src);
-            round_to_f16(&mut dst[start..end]);
+            try_extend_rows(dst, src.len() / w.max(1), w, put)?;
         }
+        Ok(())
     }
 
     /// Key row of position `p` in layer `il`.

@@ -239,7 +239,7 @@ impl Session {
                             .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()),
                     );
                 }
-                self.cache.store(il, p, &k, &v);
+                self.cache.store(il, p, &k, &v)?;
             }
         }
         self.tokens = tokens;
