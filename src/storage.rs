@@ -267,3 +267,35 @@ element!(f16, F16);
 element!(bf16, BF16);
 element!(i8, I8);
 element!(i32, I32);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `try_extend_rows` keeps what `v` held and appends exactly the rows a plain loop makes,
+    /// each zeroed before `fill` sees it, in a team of threads too; no rows, or rows of no
+    /// values, append nothing.
+    #[test]
+    fn extend_rows_appends_what_a_plain_loop_does() {
+        let fill = |i: usize, row: &mut [f32]| {
+            assert!(row.iter().all(|&x| x == 0.0), "row {i} not zeroed");
+            for (j, x) in row.iter_mut().enumerate().skip(1) {
+                *x = (i * 100 + j) as f32;
+            }
+        };
+        let (rows, width) = (37, 5);
+        let mut want = vec![7.0, 8.0];
+        for i in 0..rows {
+            let mut row = vec![0.0; width];
+            fill(i, &mut row);
+            want.extend(row);
+        }
+        let mut got = vec![7.0, 8.0];
+        crate::parallel::with_team(|| try_extend_rows(&mut got, rows, width, fill)).unwrap();
+        assert_eq!(got, want);
+        try_extend_rows(&mut got, 0, width, fill).unwrap();
+        try_extend_rows(&mut got, rows, 0, fill).unwrap();
+        assert_eq!(got, want);
+        assert!(try_extend_rows(&mut got, usize::MAX, 2, fill).is_err());
+    }
+}
