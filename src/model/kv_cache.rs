@@ -66,11 +66,9 @@ impl KvCache {
                 row.copy_from_slice(&src[i * w..(i + 1) * w]);
                 round_to_f16(row);
             };
-            // What lies past `start` belongs to positions the session dropped.
-            dst.truncate(start);
-            if dst.len() < start {
-                dst.resize(start, 0.0); // not reached: positions are stored in order
-            }
+            // What lies past `start` belongs to positions the session dropped (positions are
+            // stored in order, so nothing is missing before it).
+            dst.resize(start, 0.0);
             try_extend_rows(dst, src.len() / w.max(1), w, put)?;
         }
         Ok(())
