@@ -46,6 +46,10 @@ const handlers = {
     model = loader.finish();
     model.warmUp(); // the first prompt then runs optimised code (Model.warmUp in src/js/model.rs)
     contextSize = Math.min(model.info.contextLength, msg.contextLength ?? DEFAULT_CONTEXT);
+    // The kept session now, not at the first prompt: creating it allocates the cache and writes
+    // the buffers a first prompt fills (Session::new in src/model/session.rs), which then count
+    // as loading, not as the first prompt's time to first token.
+    sessionFor();
     return modelInfo();
   },
 

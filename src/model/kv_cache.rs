@@ -74,6 +74,21 @@ impl KvCache {
         Ok(())
     }
 
+    /// Writes zeros over every layer's rows for positions up to `positions` past those it
+    /// holds, then drops them again: their pages are then resident, so the stores of a prompt
+    /// that long take no page faults (see `Scratch::reserve`).
+    pub(crate) fn reserve_positions(&mut self, positions: usize) -> Result<()> {
+        let (w, positions) = (self.kv_dim, positions.min(self.capacity));
+        for dst in self.k.iter_mut().chain(&mut self.v) {
+            let held = dst.len() / w.max(1);
+            if positions > held {
+                try_extend_rows(dst, positions - held, w, |_, _| {})?;
+                dst.truncate(held * w);
+            }
+        }
+        Ok(())
+    }
+
     /// Key row of position `p` in layer `il`.
     #[inline]
     pub(crate) fn key(&self, il: usize, p: usize) -> &[f32] {
@@ -90,5 +105,53 @@ impl KvCache {
     #[inline]
     pub(crate) fn values(&self, il: usize, positions: std::ops::Range<usize>) -> &[f32] {
         &self.v[il][positions.start * self.kv_dim..positions.end * self.kv_dim]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reserving positions stores none and moves no buffer (its point is to write their pages in
+    /// place), before or after stored ones, and never past the capacity; stores after it read
+    /// back as without it: each value rounded through f16.
+    #[test]
+    fn reserved_positions_hold_nothing_and_stores_read_back() {
+        let (layers, capacity, w) = (2, 10, 8);
+        let rows = |n: usize, base: f32| -> Vec<f32> {
+            (0..n * w).map(|i| base + i as f32 / 3.0).collect()
+        };
+        let mut cache = KvCache::new(layers, capacity, w).unwrap();
+        let at = |c: &KvCache| {
+            c.k.iter()
+                .chain(&c.v)
+                .map(|b| (b.as_ptr(), b.len()))
+                .collect::<Vec<_>>()
+        };
+        let before = at(&cache);
+        cache.reserve_positions(6).unwrap();
+        assert_eq!(at(&cache), before);
+        for il in 0..layers {
+            cache
+                .store(il, 0, &rows(3, il as f32), &rows(3, 10.0))
+                .unwrap();
+        }
+        cache.reserve_positions(capacity + 5).unwrap();
+        let stored = at(&cache);
+        assert!(stored.iter().all(|&(_, len)| len == 3 * w));
+        assert_eq!(
+            stored.iter().map(|p| p.0).collect::<Vec<_>>(),
+            before.iter().map(|p| p.0).collect::<Vec<_>>()
+        );
+        for il in 0..layers {
+            let (k, v) = (rows(3, il as f32), rows(3, 10.0));
+            for p in 0..3 {
+                let f16 = |x: &f32| half::f16::from_f32(*x).to_f32();
+                let want =
+                    |src: &[f32]| src[p * w..(p + 1) * w].iter().map(f16).collect::<Vec<_>>();
+                assert_eq!(cache.key(il, p), want(&k));
+                assert_eq!(cache.value(il, p), want(&v));
+            }
+        }
     }
 }

@@ -24,11 +24,19 @@ pub struct Session {
 pub const PREFILL_CHUNK: usize = 128;
 
 impl Session {
+    /// A session whose cache rows and buffers for a first pass of up to [`PREFILL_CHUNK`] tokens
+    /// are written now ([`Scratch::reserve`]), so that pass takes no page faults: creating the
+    /// session is the allocation anyway, and the engine creates it while loading.
     pub(super) fn new(model: &Model, context: usize) -> Result<Session> {
         let cfg = model.config();
+        let mut cache = KvCache::new(cfg.n_layer, context, cfg.kv_dim())?;
+        let mut scratch = Scratch::default();
+        let rows = context.min(PREFILL_CHUNK);
+        cache.reserve_positions(rows)?;
+        scratch.reserve(cfg, model.weights(), rows, context)?;
         Ok(Session {
-            cache: KvCache::new(cfg.n_layer, context, cfg.kv_dim())?,
-            scratch: Scratch::default(),
+            cache,
+            scratch,
             tokens: Vec::new(),
         })
     }

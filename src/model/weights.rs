@@ -63,6 +63,16 @@ impl Linear {
         }
     }
 
+    /// `(out, in, format, interleaved)`: what the matmul's buffers depend on (`None`: dense).
+    pub fn layout(&self) -> (usize, usize, Option<DType>, bool) {
+        let (out, inp) = self.dims();
+        match self {
+            Linear::Quant(t) => (out, inp, Some(t.dtype()), false),
+            Linear::Interleaved { dtype, .. } => (out, inp, Some(*dtype), true),
+            Linear::Dense { .. } => (out, inp, None, false),
+        }
+    }
+
     /// The matrix as the quantized matmul reads it (`None` for `Dense`).
     fn qweight(&self) -> Result<Option<QWeight<'_>>> {
         Ok(match self {
@@ -107,6 +117,27 @@ impl Linear {
         }
         for (l, out) in linears.iter().zip(outs.iter_mut()) {
             l.forward(x, out, mm)?;
+        }
+        Ok(())
+    }
+
+    /// Grows `mm` for [`Linear::forward_many`] over `linears` with up to `rows` rows of `x`
+    /// ([`MatmulScratch::reserve`]); dense matrices take no scratch.
+    pub fn reserve_many(linears: &[&Linear], rows: usize, mm: &mut MatmulScratch) -> Result<()> {
+        let mut quant: [Option<QWeight>; 4] = [None; 4];
+        if linears.len() <= quant.len() {
+            for (q, l) in quant.iter_mut().zip(linears) {
+                *q = l.qweight()?;
+            }
+            if quant[..linears.len()].iter().all(Option::is_some) {
+                let ws = quant.map(Option::unwrap_or_default);
+                return mm.reserve(rows, &ws[..linears.len()]);
+            }
+        }
+        for l in linears {
+            if let Some(w) = l.qweight()? {
+                mm.reserve(rows, &[w])?;
+            }
         }
         Ok(())
     }

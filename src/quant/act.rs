@@ -9,6 +9,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::parallel;
 use crate::quant::blocks::f16_to_f32;
+use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
 
 /// Elements per Q8_0 block.
@@ -70,14 +71,7 @@ impl Q8Act {
         let nb = rows * blocks;
         let row_bytes = blocks * DType::Q8_0.block_bytes();
         let wide = wide && WIDE;
-        grow(&mut self.q8, rows * row_bytes)?;
-        grow(&mut self.dx, nb)?;
-        grow(&mut self.dx_t, nb)?;
-        grow(&mut self.sx8, nb)?;
-        grow(&mut self.sx8_t, nb)?;
-        if wide {
-            grow(&mut self.wide, nb * QK)?;
-        }
+        self.reserve(rows, n_in, wide)?;
         self.rows = rows;
         self.blocks = blocks;
         self.wide_rows = 0;
@@ -109,6 +103,42 @@ impl Q8Act {
             self.wide_rows = rows;
         }
         Ok(())
+    }
+
+    /// Grows the buffers to `rows` rows of `n_in` values (the widened quants only with `wide`),
+    /// zero-filled: a [`Q8Act::prepare_with`] of up to that many rows then writes no fresh pages.
+    pub(crate) fn reserve(&mut self, rows: usize, n_in: usize, wide: bool) -> Result<()> {
+        let blocks = n_in / QK;
+        let nb = checked_product("Q8_0 activations", &[rows, blocks])?;
+        grow(
+            &mut self.q8,
+            checked_product("Q8_0 activations", &[nb, DType::Q8_0.block_bytes()])?,
+        )?;
+        grow(&mut self.dx, nb)?;
+        grow(&mut self.dx_t, nb)?;
+        grow(&mut self.sx8, nb)?;
+        grow(&mut self.sx8_t, nb)?;
+        if wide && WIDE {
+            grow(
+                &mut self.wide,
+                checked_product("Q8_0 activations", &[nb, QK])?,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Lengths of the buffers (tests: whether a call grew one).
+    #[cfg(test)]
+    pub(crate) fn buffer_lens(&self) -> [usize; 6] {
+        let (q8, dx, dx_t) = (self.q8.len(), self.dx.len(), self.dx_t.len());
+        [
+            q8,
+            dx,
+            dx_t,
+            self.sx8.len(),
+            self.sx8_t.len(),
+            self.wide.len(),
+        ]
     }
 
     /// Activation rows.

@@ -7,6 +7,7 @@ use super::traits::{quant_type, FusedDot};
 use super::{kernels, legacy};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::shape::checked_product;
 use crate::storage::{try_grow, try_vec};
 use crate::{parallel, Shape, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -265,18 +266,45 @@ fn matmul_with(
     if weights.len() != outs.len() {
         return Err(Error::shape(OP, weights.len(), outs.len()));
     }
+    let plan = plan(weights)?;
+    for (w, out) in weights.iter().zip(outs.iter()) {
+        matmul_dims(x, w.rows, w.cols, fused_kernel(w.dtype)?, out.len())?;
+    }
+    let Some((fused, n_in, ws)) = plan else {
+        for (w, out) in weights.iter().zip(outs.iter_mut()) {
+            matmul_weights(x, &[*w], scratch, &mut [&mut **out])?;
+        }
+        return Ok(());
+    };
+    // No rows, or `in = 0` (every dot an empty sum: the caller's zeros are the answer).
+    if n_in == 0 || x.is_empty() {
+        return Ok(());
+    }
+    let MatmulScratch {
+        act: q8,
+        xq,
+        blocks,
+    } = scratch;
+    let jobs = &ws[..weights.len()];
+    let acts = prepare_acts(x, n_in, fused, reads_wide(jobs), q8, xq)?;
+    run_jobs(jobs, &acts, blocks, outs, top)
+}
+
+/// `weights` as the jobs of one parallel loop, with the activation format's kernel and the
+/// width they share; `None` when they do not pair with one format and width (or are more than
+/// [`MAX_MANY`]), and so go one at a time.
+fn plan<'w>(weights: &[QWeight<'w>]) -> Result<Option<(FusedDot, usize, [Job<'w>; MAX_MANY])>> {
     let mut shared: Option<(FusedDot, usize)> = None;
     let mut together = weights.len() <= MAX_MANY;
     let mut ws = [Job::default(); MAX_MANY];
-    for (i, (w, out)) in weights.iter().zip(outs.iter()).enumerate() {
+    for (i, w) in weights.iter().enumerate() {
         let fused = fused_kernel(w.dtype)?;
-        let (_, n_out, n_in) = matmul_dims(x, w.rows, w.cols, fused, out.len())?;
-        together &= shared.is_none_or(|(f, i)| (f.act, i) == (fused.act, n_in));
-        shared = Some((fused, n_in));
+        together &= shared.is_none_or(|(f, n)| (f.act, n) == (fused.act, w.cols));
+        shared = Some((fused, w.cols));
         if let Some(job) = ws.get_mut(i) {
             *job = Job {
                 bytes: w.bytes,
-                rows: n_out,
+                rows: w.rows,
                 w_row: w.row_bytes()?,
                 dtype: w.dtype,
                 interleaved: w.interleaved,
@@ -284,27 +312,44 @@ fn matmul_with(
             };
         }
     }
-    if !together {
-        for (w, out) in weights.iter().zip(outs.iter_mut()) {
-            matmul_weights(x, &[*w], scratch, &mut [&mut **out])?;
+    Ok(shared.filter(|_| together).map(|(f, n_in)| (f, n_in, ws)))
+}
+
+/// Whether a kernel of `jobs` reads the activations' widened quants.
+fn reads_wide(jobs: &[Job]) -> bool {
+    jobs.iter()
+        .any(|j| kernels::reads_wide(j.dtype, j.interleaved))
+}
+
+impl MatmulScratch {
+    /// Grows the buffers that [`matmul_weights`] over `weights` uses for any number of
+    /// activation rows up to `rows`, zero-filled, so such a call writes no fresh pages: in
+    /// wasm, memory once written stays resident, and a page's first write is a page fault. A
+    /// session reserves its first prompt's buffers so (`Session::new`).
+    pub fn reserve(&mut self, rows: usize, weights: &[QWeight]) -> Result<()> {
+        let Some((fused, n_in, ws)) = plan(weights)? else {
+            for w in weights {
+                self.reserve(rows, &[*w])?;
+            }
+            return Ok(());
+        };
+        if rows == 0 || n_in == 0 {
+            return Ok(());
         }
-        return Ok(());
+        let jobs = &ws[..weights.len()];
+        if fused.act == DType::Q8_0 {
+            self.act.reserve(rows, n_in, reads_wide(jobs))?;
+        } else {
+            let row_bytes = fused.act.storage_bytes(n_in)?;
+            try_grow(&mut self.xq, checked_product(OP, &[rows, row_bytes])?)?;
+        }
+        // The tasks' rows, and so the blocks' padding, change with the activation rows.
+        let mut most = 0;
+        for r in 1..=rows {
+            most = most.max(blocks_len(jobs, r, chunk_rows(jobs, r))?);
+        }
+        try_grow(&mut self.blocks, most)
     }
-    // No rows, or `in = 0` (every dot an empty sum: the caller's zeros are the answer).
-    let Some((fused, n_in)) = shared.filter(|&(_, n_in)| n_in > 0 && !x.is_empty()) else {
-        return Ok(());
-    };
-    let MatmulScratch {
-        act: q8,
-        xq,
-        blocks,
-    } = scratch;
-    let jobs = &ws[..weights.len()];
-    let wide = jobs
-        .iter()
-        .any(|j| kernels::reads_wide(j.dtype, j.interleaved));
-    let acts = prepare_acts(x, n_in, fused, wide, q8, xq)?;
-    run_jobs(jobs, &acts, blocks, outs, top)
 }
 
 /// Most weights [`matmul_many`] runs as one job.
@@ -480,11 +525,7 @@ fn run_jobs(
     for (m, j) in jobs.iter().enumerate() {
         first[m + 1] = first[m] + j.rows.div_ceil(chunk);
     }
-    let n_chunks = first[jobs.len()];
-    let len = n_chunks
-        .checked_mul(chunk)
-        .and_then(|n| n.checked_mul(rows))
-        .ok_or_else(|| Error::overflow("matmul blocks", &[n_chunks, chunk, rows]))?;
+    let len = blocks_len(jobs, rows, chunk)?;
     try_grow(blocks, len)?;
     let locate = |c: usize| {
         let m = first[1..=jobs.len()]
@@ -504,6 +545,16 @@ fn run_jobs(
         unsafe { dests.put(m, j * chunk, job.rows, block, width) };
     });
     Ok(())
+}
+
+/// Floats of [`run_jobs`]'s blocks for `jobs` against `rows` activation rows in tasks of
+/// `chunk` weight rows: none for a lone matrix and row (written in place).
+fn blocks_len(jobs: &[Job], rows: usize, chunk: usize) -> Result<usize> {
+    if jobs.len() == 1 && rows == 1 {
+        return Ok(0);
+    }
+    let n_chunks: usize = jobs.iter().map(|j| j.rows.div_ceil(chunk.max(1))).sum();
+    checked_product("matmul blocks", &[n_chunks, chunk, rows])
 }
 
 /// [`run_jobs`]'s outputs for its chunks to write into from any thread: each chunk copies its
@@ -694,6 +745,78 @@ mod tests {
                     "{x:?}, runs of {run}"
                 );
             }
+        }
+    }
+
+    /// A Q4_0 `[out, n_in]` matrix of varied scales and nibbles.
+    fn q4_0(out: usize, n_in: usize, seed: usize) -> Vec<u8> {
+        let blocks = out * n_in / 32;
+        let mut bytes = Vec::with_capacity(blocks * 18);
+        for b in 0..blocks {
+            let scale = half::f16::from_f32(0.01 + ((b + seed) % 7) as f32 * 0.003);
+            bytes.extend(scale.to_le_bytes());
+            bytes.extend((0..16).map(|i| ((b * 31 + i * 17 + seed) % 256) as u8));
+        }
+        bytes
+    }
+
+    /// After `reserve(rows, ..)` no matmul of one to `rows` activation rows grows a buffer (a
+    /// session reserves so that its first prompt writes no fresh pages), and the outputs are
+    /// a fresh scratch's bits, on one to three threads, for a group of three matrices sharing
+    /// a width and for a lone one. Four rows: one thread takes three rows' matrices whole, so
+    /// their blocks (3 × 512 × 3 floats) outgrow four rows' 256-row tasks (4 × 256 × 4).
+    #[test]
+    fn reserve_leaves_nothing_to_grow_for_up_to_its_rows() {
+        let n_in = 64;
+        let mats = [512, 16, 16].map(|out| (q4_0(out, n_in, out), out));
+        let ws = mats.each_ref().map(|(bytes, out)| QWeight {
+            dtype: DType::Q4_0,
+            bytes,
+            rows: *out,
+            cols: n_in,
+            interleaved: false,
+        });
+        let lens = |s: &MatmulScratch| (s.act.buffer_lens(), s.xq.len(), s.blocks.len());
+        for t in 1..=3 {
+            with_threads(t, || {
+                for (group, rows) in [(&ws[..], 4), (&ws[..], 40), (&ws[..1], 40)] {
+                    let mut s = MatmulScratch::default();
+                    s.reserve(rows, group).unwrap();
+                    let held = lens(&s);
+                    for r in 1..=rows {
+                        let x: Vec<f32> = (0..r * n_in)
+                            .map(|i| (i * 7919 % 113) as f32 / 50.0 - 1.0)
+                            .collect();
+                        let run = |s: &mut MatmulScratch| {
+                            let mut outs: Vec<Vec<f32>> =
+                                group.iter().map(|w| vec![0.0; r * w.rows]).collect();
+                            let mut views: Vec<&mut [f32]> =
+                                outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+                            matmul_weights(&x, group, s, &mut views).unwrap();
+                            outs.concat()
+                                .iter()
+                                .map(|v| v.to_bits())
+                                .collect::<Vec<_>>()
+                        };
+                        assert_eq!(run(&mut s), run(&mut MatmulScratch::default()));
+                        assert_eq!(lens(&s), held, "{t} threads, {r} rows");
+                    }
+                }
+            });
+        }
+    }
+
+    /// `f` on `t` threads: natively a rayon pool of that size; in wasm (no pool) one only.
+    fn with_threads(t: usize, f: impl FnOnce() + Send) {
+        #[cfg(not(target_arch = "wasm32"))]
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .unwrap()
+            .install(f);
+        #[cfg(target_arch = "wasm32")]
+        if t == 1 {
+            f()
         }
     }
 
