@@ -374,6 +374,15 @@ fn head_scores<'c>(
                 rows_by_heads::<4, 2>(qs, &key, j, &mut put);
                 j += 2;
             }
+            if !prefetch && j < n {
+                // An odd last row as a pair with itself, so a prompt runs the pairs' code only:
+                // V8 optimises a function once it has run enough, and the lone-row kernel (a
+                // two-thread decode's heads go two at a time) first got that under the first
+                // prompt, whose attention ran it in the baseline tier meanwhile.
+                let s = dot_grid(qs, [key(j), key(j)]);
+                s[0].iter().enumerate().for_each(|(t, &v)| put(j, t, v));
+                j = n;
+            }
             for j in j..n {
                 rows_by_heads::<4, 1>(qs, &key, j, &mut put);
             }
