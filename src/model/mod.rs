@@ -137,7 +137,17 @@ impl Model {
 
     /// A session with a KV cache for `context` positions (at most the trained context length).
     pub fn session(&self, context: usize) -> Result<Session> {
-        Session::new(self, context.clamp(1, self.config.context_length.max(1)))
+        Session::new(self, self.context_for(context))
+    }
+
+    /// [`Model::session`] without its first pass's buffers written (`Session::bare`).
+    pub(super) fn bare_session(&self, context: usize) -> Result<Session> {
+        Session::bare(self, self.context_for(context))
+    }
+
+    /// `context` positions within 1 ..= the trained context length.
+    fn context_for(&self, context: usize) -> usize {
+        context.clamp(1, self.config.context_length.max(1))
     }
 }
 

@@ -105,19 +105,23 @@ impl Scratch {
         self.ensure(cfg, rows, 1, context)?;
         let mut last = None;
         for lw in &w.layers {
-            let (qkv, gate_up) = ([&lw.wq, &lw.wk, &lw.wv], [&lw.w_gate, &lw.w_up]);
+            // The calls of `attention` and `feed_forward`: q, k, v together, the output
+            // projection, gate and up together, down.
+            let calls: [&[&Linear]; 4] = [
+                &[&lw.wq, &lw.wk, &lw.wv],
+                &[&lw.wo],
+                &[&lw.w_gate, &lw.w_up],
+                &[&lw.w_down],
+            ];
             // A layer stored like the one before needs nothing more.
-            let layout = [
-                qkv[0], qkv[1], qkv[2], &lw.wo, gate_up[0], gate_up[1], &lw.w_down,
-            ]
-            .map(Linear::layout);
-            if last.replace(layout) == Some(layout) {
+            let layout = calls.map(|c| c.iter().map(|l| l.layout()).collect::<Vec<_>>());
+            if last.as_ref() == Some(&layout) {
                 continue;
             }
-            Linear::reserve_many(&qkv, rows, &mut self.mm)?;
-            Linear::reserve_many(&[&lw.wo], rows, &mut self.mm)?;
-            Linear::reserve_many(&gate_up, rows, &mut self.mm)?;
-            Linear::reserve_many(&[&lw.w_down], rows, &mut self.mm)?;
+            for linears in calls {
+                Linear::reserve_many(linears, rows, &mut self.mm)?;
+            }
+            last = Some(layout);
         }
         Ok(())
     }

@@ -62,8 +62,7 @@ const TEXT: &str = "What's the capital of France? Answer in one line, then count
 /// the tokenizer on a chat prompt and decode-like passes, then a batch and decode-like passes on
 /// the team.
 pub(super) fn warm_up(model: &Model) -> Result<()> {
-    let context = CONTEXT.clamp(1, model.config().context_length.max(1));
-    let mut session = Session::bare(model, context)?;
+    let mut session = model.bare_session(CONTEXT)?;
     let room = session.capacity();
     let team = crate::parallel::num_threads() > 1;
     let (encodes, steps) = if team { (ENCODES, STEPS) } else { (0, 0) };

@@ -105,15 +105,8 @@ impl Linear {
         if outs.len() != n {
             return Err(Error::shape("Linear::forward_many", n, outs.len()));
         }
-        let mut quant: [Option<QWeight>; 4] = [None; 4];
-        if n <= quant.len() {
-            for (q, l) in quant.iter_mut().zip(linears) {
-                *q = l.qweight()?;
-            }
-            if quant[..n].iter().all(Option::is_some) {
-                let ws = quant.map(Option::unwrap_or_default);
-                return quant::matmul_weights(x, &ws[..n], mm, outs);
-            }
+        if let Some(ws) = Linear::quantized(linears)? {
+            return quant::matmul_weights(x, &ws[..n], mm, outs);
         }
         for (l, out) in linears.iter().zip(outs.iter_mut()) {
             l.forward(x, out, mm)?;
@@ -121,18 +114,25 @@ impl Linear {
         Ok(())
     }
 
+    /// `linears` as the quantized matmul reads them (the first `linears.len()`), when all are
+    /// quantized and there are at most four: what [`Linear::forward_many`] runs as one call.
+    fn quantized<'a>(linears: &[&'a Linear]) -> Result<Option<[QWeight<'a>; 4]>> {
+        let mut quant: [Option<QWeight>; 4] = [None; 4];
+        if linears.len() > quant.len() {
+            return Ok(None);
+        }
+        for (q, l) in quant.iter_mut().zip(linears) {
+            *q = l.qweight()?;
+        }
+        let all = quant[..linears.len()].iter().all(Option::is_some);
+        Ok(all.then(|| quant.map(Option::unwrap_or_default)))
+    }
+
     /// Grows `mm` for [`Linear::forward_many`] over `linears` with up to `rows` rows of `x`
     /// ([`MatmulScratch::reserve`]); dense matrices take no scratch.
     pub fn reserve_many(linears: &[&Linear], rows: usize, mm: &mut MatmulScratch) -> Result<()> {
-        let mut quant: [Option<QWeight>; 4] = [None; 4];
-        if linears.len() <= quant.len() {
-            for (q, l) in quant.iter_mut().zip(linears) {
-                *q = l.qweight()?;
-            }
-            if quant[..linears.len()].iter().all(Option::is_some) {
-                let ws = quant.map(Option::unwrap_or_default);
-                return mm.reserve(rows, &ws[..linears.len()]);
-            }
+        if let Some(ws) = Linear::quantized(linears)? {
+            return mm.reserve(rows, &ws[..linears.len()]);
         }
         for l in linears {
             if let Some(w) = l.qweight()? {
