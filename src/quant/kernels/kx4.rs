@@ -20,7 +20,7 @@ use super::simd128::high_nibbles;
 use super::simd128_kquants::q6_k_unpack;
 #[cfg(not(target_feature = "relaxed-simd"))]
 use super::x4::{add_pair_dots, row_lanes, widen_u8};
-use super::x4::{f16x4, put_groups, touch_ahead};
+use super::x4::{f16x4, put_groups};
 use crate::dtype::DType;
 use crate::quant::interleave::{
     group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q5_K_QH, Q5_K_QS, Q6_K_QH, Q6_K_QL,
@@ -70,9 +70,6 @@ fn gemm_kx4<F: KX4>(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
     let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
     for g in 0..groups {
         let wg = &w[g * group..(g + 1) * group];
-        if rows < 4 {
-            touch_ahead(w, g, group);
-        }
         let out = &mut out[g * GROUP..];
         let mut r = 0;
         while r + 4 <= rows {

@@ -53,10 +53,6 @@ pub(super) trait X4 {
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at the whole activation block.
     unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N];
-    /// Whether a decoded token's [`gemm_x4`] touches the weights ahead ([`touch_ahead`]): the
-    /// formats whose sums cost enough arithmetic a byte that the core otherwise waits on memory
-    /// between groups.
-    const TOUCH: bool = true;
     /// Whether [`gemm_x4`] takes two groups a tile through [`X4::isum_pair`].
     const PAIRS: bool = false;
     /// [`X4::isum`] of two group blocks against four activation rows (`[j][i]`: group `j`,
@@ -77,9 +73,6 @@ impl X4 for Q8_0x4 {
     const DTYPE: DType = DType::Q8_0;
     const SX8_TIMES: i32 = 0;
     const WIDE: bool = true;
-    /// Touched, Gemma 3 270M Q4_K_M's Q8_0 LM head went 27.4 → 29.3 ms a token ([`WEIGHTS_AHEAD`]).
-    const TOUCH: bool = false;
-
     /// Each vector of four bytes of each row (eight a block) widened once for all `N` rows. That
     /// is two of x86's vector multiplies a vector and nothing to widen on the activation's side.
     /// A sign-split pair of relaxed dots (`Σ w·x⁺ − Σ w·x⁻` in i16, the 7-bit side split) took
@@ -192,6 +185,13 @@ pub(super) fn row_lanes((lo, hi): (v128, v128)) -> v128 {
 /// The ×4 matmul of format `F`: each group of four weight rows against four activation rows at a
 /// time (sharing each unpacked weight vector), then the rest one by one. With [`X4::PAIRS`] the
 /// four-row tiles take two groups at a time first ([`group_pair_rows`]).
+///
+/// A decoded token's pass reads the matrix from memory in order and leaves the fetching ahead
+/// to the CPU's prefetchers. Loads of each line 8 KB ahead, which the 39th session added for the
+/// Intel Xeon host (decode 34.5 → 38–40 tok/s there), more than halved decode on the AMD EPYC
+/// (Zen 4) host of 2026-12-07: Gemma 3 270M Q4_0 42 → 94 tok/s on one thread and 73 → 157 on
+/// two without them, the LM head 14.2 → 5.8 ms a token (section profiles, interleaved A/Bs in
+/// Chromium). Why Zen 4 loses that much was not profiled.
 pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
@@ -220,9 +220,6 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     }
     for g in 0..groups {
         let wg = &w[g * group..(g + 1) * group];
-        if rows < 4 && F::TOUCH {
-            touch_ahead(w, g, group);
-        }
         // The paired groups' four-row tiles are done.
         let mut r = if g < paired { tiled } else { 0 };
         while r + 4 <= rows {
@@ -238,28 +235,6 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
             r += 1;
         }
     }
-}
-
-/// Bytes past the group being computed whose lines a decoded token's matvec (one pass over the
-/// matrix, from memory) touches ([`touch_ahead`]). Without it the core computed a group, then
-/// waited for the next. On the Intel Xeon host of 2026-12-06 (Chromium, section profiles):
-/// Gemma 3 270M Q4_0's decode went 34.5 → 38–40 tok/s on one thread (the LM head 16.4 → 14.2–14.8
-/// ms a token; 8 KB and 24 KB ahead alike, one line a group instead of all: 32 tok/s) and
-/// 63.1 → 74.1 on two; Q4_K_M's Q6_K/Q4_K `down` 3.58–3.73 → 3.12 ms. Q8_0 matrices, lighter to
-/// compute, are not touched (`X4::TOUCH`).
-const WEIGHTS_AHEAD: usize = 8192;
-
-/// Reads one byte of each 64-byte line of the `group` bytes [`WEIGHTS_AHEAD`] past group `g`'s
-/// end and drops it: loads nothing waits on, which start those lines on their way from memory
-/// while the arithmetic before them goes on (wasm has no prefetch; see `ops::kernels::touch`).
-#[inline(always)]
-pub(super) fn touch_ahead(w: &[u8], g: usize, group: usize) {
-    let x = w.get((g + 1) * group + WEIGHTS_AHEAD..).unwrap_or_default();
-    let sink = x[..group.min(x.len())]
-        .iter()
-        .step_by(64)
-        .fold(0, |s, v| s ^ v);
-    core::hint::black_box(sink);
 }
 
 /// Writes a group's four sums (lane = weight row) for each of `N` activation rows, row `i` at
