@@ -366,10 +366,23 @@ fn profile_counts_every_section_and_changes_nothing() {
 }
 
 /// A prompt longer than one prefill pass (`PREFILL_CHUNK`) runs in chunks: its last logits are
-/// bit for bit the last row of one unchunked pass over the same tokens (`Logits::All`), and the
-/// greedy continuation equals a session fed the prompt one chunk per call.
+/// bit for bit the last row of one unchunked pass over the same tokens (`Logits::All`). Natively
+/// also in a one-thread pool, whose passes are half as long (`prefill_chunk`).
 #[test]
 fn chunked_prefill_equals_one_pass() {
+    check_chunked_prefill();
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build();
+        one.unwrap().install(|| {
+            assert_eq!(kopitiam_wasm::model::session::prefill_chunk(), 64);
+            check_chunked_prefill();
+        });
+    }
+}
+
+/// [`chunked_prefill_equals_one_pass`] on this thread's pool.
+fn check_chunked_prefill() {
     use kopitiam_wasm::model::session::PREFILL_CHUNK;
     let model = Model::load(QWEN.to_vec()).unwrap();
     let vocab = model.config().n_vocab;

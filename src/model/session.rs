@@ -23,15 +23,31 @@ pub struct Session {
 /// (256 KB at the widest, `n_ff` 2048) fit in a core's L2 beside the weight block being read.
 pub const PREFILL_CHUNK: usize = 128;
 
+/// Prompt tokens per forward pass: [`PREFILL_CHUNK`], on one thread half of it. On the AMD EPYC
+/// host of 2026-12-07 (1 MB of L2 a core) one thread prefilled the 1,060-token prompt at 278–285
+/// tok/s in passes of 64 against 258–271 in passes of 128, the 106-token one (then 64 + 42 rows)
+/// alike, 341–362 against 332–354 (fresh engines in Chromium, six runs each); the gate/up section
+/// made the difference (1.14 against 1.27–1.33 ms a prompt token in the section profile). Two
+/// threads' gate/up ran as fast either way (0.60–0.61 ms), so they keep the 106-token prompt in
+/// one pass.
+pub fn prefill_chunk() -> usize {
+    if crate::parallel::num_threads() > 1 {
+        PREFILL_CHUNK
+    } else {
+        PREFILL_CHUNK / 2
+    }
+}
+
 impl Session {
-    /// A session whose cache rows and buffers for a first pass of up to [`PREFILL_CHUNK`] tokens
-    /// are written now ([`Scratch::reserve`]), so that pass takes no page faults: creating the
-    /// session is the allocation anyway, and the engine creates it while loading.
+    /// A session whose cache rows for up to [`PREFILL_CHUNK`] tokens and buffers for a first
+    /// pass ([`prefill_chunk`]) are written now ([`Scratch::reserve`]), so a prompt that long
+    /// takes no page faults: creating the session is the allocation anyway, and the engine
+    /// creates it while loading.
     pub(super) fn new(model: &Model, context: usize) -> Result<Session> {
         let mut session = Session::bare(model, context)?;
-        let rows = context.min(PREFILL_CHUNK);
-        session.cache.reserve_positions(rows)?;
         let (cfg, w) = (model.config(), model.weights());
+        let (positions, rows) = (context.min(PREFILL_CHUNK), context.min(prefill_chunk()));
+        session.cache.reserve_positions(positions)?;
         session.scratch.reserve(cfg, w, rows, context)?;
         Ok(session)
     }
@@ -50,7 +66,7 @@ impl Session {
 
     /// Evaluates `tokens` after the ones already in the cache and returns the logits asked for
     /// (`[1, vocab]` but for [`Logits::All`]). For the last token's, a long prompt runs in
-    /// passes of [`PREFILL_CHUNK`] tokens: every row and attention query is computed as in one
+    /// passes of [`prefill_chunk`] tokens: every row and attention query is computed as in one
     /// pass (the same bits), but a pass's activations stay in cache — a 1,060-token pass
     /// streamed its 2 MB of quantized activations from memory once per weight block, which
     /// halved two threads' matmul rate — and the scratch is sized for a chunk, not the prompt.
@@ -66,8 +82,9 @@ impl Session {
         }
         let mut rest = tokens;
         if which != Logits::All {
-            while rest.len() > PREFILL_CHUNK {
-                let (chunk, tail) = rest.split_at(PREFILL_CHUNK);
+            let chunk = prefill_chunk();
+            while rest.len() > chunk {
+                let (chunk, tail) = rest.split_at(chunk);
                 self.eval_layers(model, chunk)?;
                 rest = tail;
             }
