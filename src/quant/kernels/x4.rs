@@ -187,11 +187,11 @@ pub(super) fn row_lanes((lo, hi): (v128, v128)) -> v128 {
 /// four-row tiles take two groups at a time first ([`group_pair_rows`]).
 ///
 /// A decoded token's pass reads the matrix from memory in order and leaves the fetching ahead
-/// to the CPU's prefetchers. Loads of each line 8 KB ahead, which the 39th session added for the
-/// Intel Xeon host (decode 34.5 → 38–40 tok/s there), more than halved decode on the AMD EPYC
-/// (Zen 4) host of 2026-12-07: Gemma 3 270M Q4_0 42 → 94 tok/s on one thread and 73 → 157 on
-/// two without them, the LM head 14.2 → 5.8 ms a token (section profiles, interleaved A/Bs in
-/// Chromium). Why Zen 4 loses that much was not profiled.
+/// to the CPU's prefetchers. Loads of each line 8 KB ahead, which the thirty-second session
+/// added for the Intel Xeon host (decode 34.5 → 38–40 tok/s there), more than halved decode on
+/// the AMD EPYC (Zen 4) host of 2026-12-07: Gemma 3 270M Q4_0 42 → 94 tok/s on one thread and
+/// 73 → 157 on two without them, the LM head 14.2 → 5.8 ms a token (section profiles,
+/// interleaved A/Bs in Chromium). Why Zen 4 loses that much was not profiled.
 pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
