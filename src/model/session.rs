@@ -19,8 +19,9 @@ pub struct Session {
     tokens: Vec<u32>,
 }
 
-/// Prompt tokens per forward pass (see [`Session::eval`]): 128 rows of quantized activations
-/// (256 KB at the widest, `n_ff` 2048) fit in a core's L2 beside the weight block being read.
+/// The most prompt tokens per forward pass (see [`Session::eval`], [`prefill_chunk`]): 128 rows
+/// of quantized activations (256 KB at the widest, `n_ff` 2048) fit in a core's L2 beside the
+/// weight block being read.
 pub const PREFILL_CHUNK: usize = 128;
 
 /// Prompt tokens per forward pass: [`PREFILL_CHUNK`], on one thread half of it. On the AMD EPYC
