@@ -201,8 +201,9 @@ impl JsModel {
     }
 
     /// A session with a KV cache for `context` positions (1 ..= the model's context length).
-    /// Its buffers for a first pass of up to 128 tokens are written now, so that pass takes no
-    /// page faults: create it before the prompt is known where the time to first token counts.
+    /// Its cache's first 128 positions and its buffers for one prompt pass (128 tokens, 64 on
+    /// one thread) are written now, so a prompt that long takes no page faults: create it before
+    /// the prompt is known where the time to first token counts.
     #[wasm_bindgen(js_name = createSession)]
     pub fn create_session(&self, context: usize) -> JsResult<JsSession> {
         let max = self.model.config().context_length;
