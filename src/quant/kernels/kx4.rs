@@ -17,10 +17,10 @@ use core::arch::wasm32::*;
 #[cfg(target_feature = "relaxed-simd")]
 use super::relaxed_kquants::{q45_k_sums, q6_k_sums};
 use super::simd128::high_nibbles;
-use super::simd128_kquants::q6_k_unpack;
+use super::simd128_kquants::q6_k_unpack_with;
 #[cfg(not(target_feature = "relaxed-simd"))]
 use super::x4::{add_pair_dots, row_lanes, widen_u8};
-use super::x4::{f16x4, put_groups};
+use super::x4::{put_groups, Consts};
 use crate::dtype::DType;
 use crate::quant::interleave::{
     group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q5_K_QH, Q5_K_QS, Q6_K_QH, Q6_K_QL,
@@ -51,7 +51,12 @@ trait KX4 {
     ///
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at one whole Q8_K block.
-    unsafe fn step<const N: usize>(blk: *const u8, x: [*const u8; N], sum: &mut [v128; N]);
+    unsafe fn step<const N: usize>(
+        blk: *const u8,
+        x: [*const u8; N],
+        sum: &mut [v128; N],
+        c: &Consts,
+    );
 }
 
 /// Q4_K, or with `Q5` Q5_K.
@@ -68,6 +73,7 @@ fn gemm_kx4<F: KX4>(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
     let stride = out.len() / rows;
     let groups = (stride / GROUP).min(w.len() / group);
     let row = |r: usize| &x[r * x_row..(r + 1) * x_row];
+    let c = Consts::new();
     for g in 0..groups {
         let wg = &w[g * group..(g + 1) * group];
         let out = &mut out[g * GROUP..];
@@ -75,13 +81,13 @@ fn gemm_kx4<F: KX4>(w: &[u8], x: &[u8], x_row: usize, out: &mut [f32]) {
         while r + 4 <= rows {
             let xs: [&[u8]; 4] = core::array::from_fn(|i| row(r + i));
             // SAFETY: `wg` is one whole group of `nb` super-blocks and each row `nb` Q8_K blocks.
-            let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, xs.map(|x| x.as_ptr())) };
+            let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, xs.map(|x| x.as_ptr()), &c) };
             put_groups(sums, &mut out[r * stride..], stride);
             r += 4;
         }
         for r in r..rows {
             // SAFETY: as above, for row `r`.
-            let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, [row(r).as_ptr()]) };
+            let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, [row(r).as_ptr()], &c) };
             put_groups(sums, &mut out[r * stride..], stride);
         }
     }
@@ -97,11 +103,12 @@ unsafe fn group_rows<F: KX4, const N: usize>(
     wg: *const u8,
     nb: usize,
     x: [*const u8; N],
+    c: &Consts,
 ) -> [v128; N] {
     let mut sum = [f32x4_splat(0.0); N];
     for b in 0..nb {
         let blk = wg.add(b * group_block(F::DTYPE));
-        F::step(blk, x.map(|x| x.add(b * Q8_K_BYTES)), &mut sum);
+        F::step(blk, x.map(|x| x.add(b * Q8_K_BYTES)), &mut sum, c);
     }
     sum
 }
@@ -117,11 +124,16 @@ impl<const Q5: bool> KX4 for Q45Kx4<Q5> {
 
     /// The twin's steps per row: `sum += d·dx·isum`, then `sum −= dmin·dx·msum`.
     #[inline(always)]
-    unsafe fn step<const N: usize>(blk: *const u8, x: [*const u8; N], sum: &mut [v128; N]) {
-        let d = f16x4(blk);
-        let dmin = f16x4(blk.add(Q4_K_DMIN));
-        let (sc, m) = scales_mins(blk.add(Q4_K_SCALES));
-        let isum = q45_k_sums::<N, Q5>(blk, x.map(|x| x.add(4)), sc);
+    unsafe fn step<const N: usize>(
+        blk: *const u8,
+        x: [*const u8; N],
+        sum: &mut [v128; N],
+        c: &Consts,
+    ) {
+        let d = c.f16x4(blk);
+        let dmin = c.f16x4(blk.add(Q4_K_DMIN));
+        let (sc, m) = scales_mins(blk.add(Q4_K_SCALES), c);
+        let isum = q45_k_sums::<N, Q5>(blk, x.map(|x| x.add(4)), sc, c);
         for i in 0..N {
             let dx = dx(x[i]);
             let msum = mins_sums(m, x[i].add(4 + QK_K));
@@ -140,11 +152,16 @@ impl KX4 for Q6Kx4 {
     /// The twin's step per row: `sum += d·dx·isum`, `isum = Σ_g sc_g Σ u·x − 32 Σ_g sc_g·bsum_g`
     /// (the unsigned quants `u = q + 32`).
     #[inline(always)]
-    unsafe fn step<const N: usize>(blk: *const u8, x: [*const u8; N], sum: &mut [v128; N]) {
-        let d = f16x4(blk);
+    unsafe fn step<const N: usize>(
+        blk: *const u8,
+        x: [*const u8; N],
+        sum: &mut [v128; N],
+        c: &Consts,
+    ) {
+        let d = c.f16x4(blk);
         let sc: [v128; 4] =
             core::array::from_fn(|t| v128_load(blk.add(Q6_K_SCALES + 16 * t) as *const v128));
-        let usum = q6_k_sums(blk, x.map(|x| x.add(4)), &sc);
+        let usum = q6_k_sums(blk, x.map(|x| x.add(4)), &sc, c);
         for i in 0..N {
             let offset = i32x4_shl(scaled_bsums(&sc, x[i].add(4 + QK_K)), 5);
             let isum = f32x4_convert_i32x4(i32x4_sub(usum[i], offset));
@@ -158,17 +175,13 @@ impl KX4 for Q6Kx4 {
 /// whose lane `i` holds row `i`'s sub-blocks `0..4` (the first) and `4..8` (the second), a byte
 /// each.
 #[inline(always)]
-unsafe fn scales_mins(s: *const u8) -> ([v128; 2], [v128; 2]) {
+unsafe fn scales_mins(s: *const u8, c: &Consts) -> ([v128; 2], [v128; 2]) {
     let word = |w: usize| v128_load(s.add(16 * w) as *const v128);
-    let (a, b, c) = (word(0), word(1), word(2));
-    let (low6, low4, top2) = (
-        u32x4_splat(0x3F3F_3F3F),
-        u32x4_splat(0x0F0F_0F0F),
-        u32x4_splat(0x0303_0303),
-    );
+    let (a, b, w) = (word(0), word(1), word(2));
+    let (low6, low4, top2) = (c.low6, c.nibble, c.low2);
     let top = |v: v128| u32x4_shl(v128_and(u32x4_shr(v, 6), top2), 4);
-    let sc_hi = v128_or(v128_and(c, low4), top(a));
-    let m_hi = v128_or(v128_and(u32x4_shr(c, 4), low4), top(b));
+    let sc_hi = v128_or(v128_and(w, low4), top(a));
+    let m_hi = v128_or(v128_and(u32x4_shr(w, 4), low4), top(b));
     ([v128_and(a, low6), sc_hi], [v128_and(b, low6), m_hi])
 }
 
@@ -203,12 +216,14 @@ unsafe fn mins_sums(m: [v128; 2], bsums: *const u8) -> v128 {
 /// nibbles of `ql[64n + 4t]` (q even) or `ql[64n + 32 + 4t]` (q odd), top bits from bit pair `q`
 /// of `qh[32n + 4t]`.
 #[inline(always)]
-pub(super) unsafe fn q6_k_quarters(blk: *const u8, n: usize, t: usize) -> [v128; 4] {
+pub(super) unsafe fn q6_k_quarters(blk: *const u8, n: usize, t: usize, c: &Consts) -> [v128; 4] {
     let load = |at: usize| v128_load(blk.add(at) as *const v128);
-    q6_k_unpack(
+    q6_k_unpack_with(
         load(Q6_K_QL + 16 * (16 * n + t)),
         load(Q6_K_QL + 16 * (16 * n + 8 + t)),
         load(Q6_K_QH + 16 * (8 * n + t)),
+        c.nibble,
+        c.bits45,
     )
 }
 
@@ -240,8 +255,9 @@ pub(super) unsafe fn q45_k_quants<const Q5: bool, const HIGH: bool>(
     blk: *const u8,
     c: usize,
     k: usize,
+    cs: &Consts,
 ) -> v128 {
-    let mask = u8x16_splat(0x0F);
+    let mask = cs.nibble;
     let qs = blk.add(if Q5 { Q5_K_QS } else { Q4_K_QS });
     let v = v128_load(qs.add(16 * (8 * c + k)) as *const v128);
     let u = match HIGH {
@@ -255,7 +271,7 @@ pub(super) unsafe fn q45_k_quants<const Q5: bool, const HIGH: bool>(
     let bit = u8x16_splat(1 << (2 * c + HIGH as usize));
     let h = v128_load(blk.add(Q5_K_QH + 16 * k) as *const v128);
     let set = i8x16_eq(v128_and(h, bit), bit);
-    v128_or(u, v128_and(set, u8x16_splat(0x10)))
+    v128_or(u, v128_and(set, cs.bit4))
 }
 
 /// SIMD128's `Σ_j sc_j · Σ q·x` over a Q4_K (or with `Q5` Q5_K) super-block's eight sub-blocks
@@ -268,8 +284,9 @@ unsafe fn q45_k_sums<const N: usize, const Q5: bool>(
     blk: *const u8,
     qx: [*const u8; N],
     sc: [v128; 2],
+    cs: &Consts,
 ) -> [v128; N] {
-    let byte = |s: v128, k: u32| pair_lanes(v128_and(u32x4_shr(s, 8 * k), u32x4_splat(0xFF)));
+    let byte = |s: v128, k: u32| pair_lanes(v128_and(u32x4_shr(s, 8 * k), cs.byte));
     let scales: [(v128, v128); 8] = core::array::from_fn(|j| byte(sc[j / 4], j as u32 % 4));
     let mut isum = [(i32x4_splat(0), i32x4_splat(0)); N];
     for c in 0..4 {
@@ -278,8 +295,8 @@ unsafe fn q45_k_sums<const N: usize, const Q5: bool>(
             let mut acc = [(i32x4_splat(0), i32x4_splat(0)); N];
             for k in 0..8 {
                 let u = match half {
-                    false => q45_k_quants::<Q5, false>(blk, c, k),
-                    true => q45_k_quants::<Q5, true>(blk, c, k),
+                    false => q45_k_quants::<Q5, false>(blk, c, k, cs),
+                    true => q45_k_quants::<Q5, true>(blk, c, k, cs),
                 };
                 add_q8_k(&mut acc, u, x.map(|x| x.add(4 * k)));
             }
@@ -297,6 +314,7 @@ unsafe fn q6_k_sums<const N: usize>(
     blk: *const u8,
     qx: [*const u8; N],
     sc: &[v128; 4],
+    c: &Consts,
 ) -> [v128; N] {
     let byte = |s: v128, k: u32| pair_lanes(i32x4_shr(i32x4_shl(s, 24 - 8 * k), 24));
     let scales: [(v128, v128); 16] = core::array::from_fn(|g| byte(sc[g / 4], g as u32 % 4));
@@ -305,7 +323,7 @@ unsafe fn q6_k_sums<const N: usize>(
         for t in (0..8).step_by(2) {
             // Vectors t and t + 1 of half n: elements 128n + 32q + 4t.. of quarter q, in group
             // 8n + 2q + t / 4.
-            let (a, b) = (q6_k_quarters(blk, n, t), q6_k_quarters(blk, n, t + 1));
+            let (a, b) = (q6_k_quarters(blk, n, t, c), q6_k_quarters(blk, n, t + 1, c));
             for q in 0..4 {
                 let x = qx.map(|x| x.add(128 * n + 32 * q + 4 * t));
                 let mut acc = [(i32x4_splat(0), i32x4_splat(0)); N];

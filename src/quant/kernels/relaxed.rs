@@ -13,7 +13,7 @@ use super::simd128::{
     bits_to_4, dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, high_nibbles, load16,
     q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
-use super::x4::{gemm_x4, X4};
+use super::x4::{gemm_x4, Consts, X4};
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 use crate::quant::interleave::{Q5_HIGH, QS};
@@ -170,8 +170,8 @@ impl X4 for Q4_0x4 {
     /// `dot16_relaxed` pairs two products into an i16 lane (|pair| ≤ 2·128·15), so the eight of a
     /// block add up in i16 (≤ 30720) and widen once: i16 lanes `2i, 2i + 1` are row `i`.
     #[inline(always)]
-    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
-        let mask = u8x16_splat(0x0F);
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N], c: &Consts) -> [v128; N] {
+        let mask = c.nibble;
         let mut acc = [i16x8_splat(0); N];
         for k in 0..4 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
@@ -189,8 +189,8 @@ impl X4 for Q4_0x4 {
     /// As [`Q4_0x4::isum`], each row's activation words loaded once for both groups (see
     /// `x4::group_pair_rows`).
     #[inline(always)]
-    unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4]) -> [[v128; 4]; 2] {
-        let mask = u8x16_splat(0x0F);
+    unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4], c: &Consts) -> [[v128; 4]; 2] {
+        let mask = c.nibble;
         let mut acc = [[i16x8_splat(0); 4]; 2];
         for k in 0..4 {
             let v = blk.map(|b| v128_load(b.add(QS + 16 * k) as *const v128));
@@ -228,8 +228,8 @@ impl X4 for Q5_0x4 {
     /// matrix against 106 rows ran 57 GOP/s so and 77–79 this way (Q4_0's 96–99 either way), and
     /// Gemma 3 270M Q4_K_M's Q5_0 qkv and gate/up went 46–50 → 66–68 GOP/s in its prefill.
     #[inline(always)]
-    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
-        let (mask, sixteen) = (u8x16_splat(0x0F), u8x16_splat(16));
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N], c: &Consts) -> [v128; N] {
+        let (mask, sixteen) = (c.nibble, c.bit4);
         let planes = v128_load(blk.add(Q5_HIGH) as *const v128);
         let quants: [(v128, v128); 4] = core::array::from_fn(|k| {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);

@@ -6,24 +6,25 @@
 use core::arch::wasm32::*;
 
 use super::kx4::{q45_k_quants, q6_k_quarters};
+use super::x4::Consts;
 
 /// Byte `K` of each lane of `sc` in both i16 halves of the lane: a row's sub-block scale for
 /// `i32x4_dot_i16x8` against that row's two i16 pair sums. (`K` is a constant so that the shifts
 /// are: with a loop index, V8 got variable shifts and the unrolling was lost.)
 #[inline(always)]
-fn lane_scale<const K: u32>(sc: v128) -> v128 {
-    let s = v128_and(u32x4_shr(sc, 8 * K), u32x4_splat(0xFF));
+fn lane_scale<const K: u32>(sc: v128, byte: v128) -> v128 {
+    let s = v128_and(u32x4_shr(sc, 8 * K), byte);
     v128_or(s, u32x4_shl(s, 16))
 }
 
 /// The four [`lane_scale`]s of `sc`'s bytes.
 #[inline(always)]
-fn lane_scales(sc: v128) -> [v128; 4] {
+fn lane_scales(sc: v128, byte: v128) -> [v128; 4] {
     [
-        lane_scale::<0>(sc),
-        lane_scale::<1>(sc),
-        lane_scale::<2>(sc),
-        lane_scale::<3>(sc),
+        lane_scale::<0>(sc, byte),
+        lane_scale::<1>(sc, byte),
+        lane_scale::<2>(sc, byte),
+        lane_scale::<3>(sc, byte),
     ]
 }
 
@@ -34,16 +35,17 @@ pub(super) unsafe fn q45_k_sums<const N: usize, const Q5: bool>(
     blk: *const u8,
     qx: [*const u8; N],
     sc: [v128; 2],
+    cs: &Consts,
 ) -> [v128; N] {
-    let (lo, hi) = (lane_scales(sc[0]), lane_scales(sc[1]));
+    let (lo, hi) = (lane_scales(sc[0], cs.byte), lane_scales(sc[1], cs.byte));
     let scales = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
     let mut isum = [i32x4_splat(0); N];
     // A loop over the chunks, not eight copies of the sub-block: unrolled, the four-row tile ran
     // 2× slower in Chromium.
     for c in 0..4 {
         let x = qx.map(|x| x.add(64 * c));
-        sub_block::<N, Q5, false>(blk, c, x, scales[2 * c], &mut isum);
-        sub_block::<N, Q5, true>(blk, c, x, scales[2 * c + 1], &mut isum);
+        sub_block::<N, Q5, false>(blk, c, x, scales[2 * c], &mut isum, cs);
+        sub_block::<N, Q5, true>(blk, c, x, scales[2 * c + 1], &mut isum, cs);
     }
     isum
 }
@@ -58,11 +60,12 @@ unsafe fn sub_block<const N: usize, const Q5: bool, const HIGH: bool>(
     x: [*const u8; N],
     scale: v128,
     isum: &mut [v128; N],
+    cs: &Consts,
 ) {
     let widen_every = if Q5 { 4 } else { 8 };
     let mut acc = [i16x8_splat(0); N];
     for k in 0..8 {
-        let u = q45_k_quants::<Q5, HIGH>(blk, c, k);
+        let u = q45_k_quants::<Q5, HIGH>(blk, c, k, cs);
         for (a, x) in acc.iter_mut().zip(&x) {
             let xw = v128_load32_splat(x.add(32 * HIGH as usize + 4 * k) as *const u32);
             *a = i16x8_add(*a, i16x8_relaxed_dot_i8x16_i7x16(xw, u));
@@ -79,9 +82,9 @@ unsafe fn sub_block<const N: usize, const Q5: bool, const HIGH: bool>(
 /// Byte `K` of each lane of the i8 scales `sc`, sign-extended, in both i16 halves of the lane
 /// (see [`lane_scale`]).
 #[inline(always)]
-fn lane_scale_i8<const K: u32>(sc: v128) -> v128 {
+fn lane_scale_i8<const K: u32>(sc: v128, half: v128) -> v128 {
     let s = i32x4_shr(i32x4_shl(sc, 24 - 8 * K), 24);
-    v128_or(v128_and(s, u32x4_splat(0xFFFF)), i32x4_shl(s, 16))
+    v128_or(v128_and(s, half), i32x4_shl(s, 16))
 }
 
 /// `Σ_g sc_g · Σ u·x` over a Q6_K super-block's sixteen groups of 16 for each of the `N`
@@ -92,20 +95,24 @@ pub(super) unsafe fn q6_k_sums<const N: usize>(
     blk: *const u8,
     qx: [*const u8; N],
     sc: &[v128; 4],
+    cs: &Consts,
 ) -> [v128; N] {
     let mut scales = [i32x4_splat(0); 16];
     for (t, &s) in sc.iter().enumerate() {
-        scales[4 * t] = lane_scale_i8::<0>(s);
-        scales[4 * t + 1] = lane_scale_i8::<1>(s);
-        scales[4 * t + 2] = lane_scale_i8::<2>(s);
-        scales[4 * t + 3] = lane_scale_i8::<3>(s);
+        scales[4 * t] = lane_scale_i8::<0>(s, cs.half);
+        scales[4 * t + 1] = lane_scale_i8::<1>(s, cs.half);
+        scales[4 * t + 2] = lane_scale_i8::<2>(s, cs.half);
+        scales[4 * t + 3] = lane_scale_i8::<3>(s, cs.half);
     }
     let mut isum = [i32x4_splat(0); N];
     for n in 0..2 {
         for t in (0..8).step_by(2) {
             // Vectors t and t + 1 of half n: elements 128n + 32q + 4t.. of quarter q, in group
             // 8n + 2q + t / 4.
-            let (a, b) = (q6_k_quarters(blk, n, t), q6_k_quarters(blk, n, t + 1));
+            let (a, b) = (
+                q6_k_quarters(blk, n, t, cs),
+                q6_k_quarters(blk, n, t + 1, cs),
+            );
             let x = qx.map(|x| x.add(128 * n + 4 * t));
             let g = 8 * n + t / 4;
             quarter_pair::<N, 0>(a[0], b[0], x, scales[g], &mut isum);

@@ -307,8 +307,23 @@ pub(crate) fn f16_high_to_f32(h: v128, special: &mut v128) -> v128 {
 /// by 2^112, the exponent biases' difference, which also normalises subnormals.
 #[inline(always)]
 pub(crate) fn f16_bits_to_f32(v: v128) -> v128 {
-    let bits = v128_and(v, i32x4_splat(0x8FFF_E000u32 as i32));
-    f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)))
+    let (keep, rebias) = f16_constants();
+    f16_bits_to_f32_with(v, keep, rebias)
+}
+
+/// [`f16_bits_to_f32`]'s two constants: the bits it keeps, and the rebias.
+#[inline(always)]
+pub(crate) fn f16_constants() -> (v128, v128) {
+    (
+        i32x4_splat(0x8FFF_E000u32 as i32),
+        f32x4_splat(f32::from_bits(0x7780_0000)),
+    )
+}
+
+/// [`f16_bits_to_f32`] with its constants passed in (see `x4::Consts`).
+#[inline(always)]
+pub(crate) fn f16_bits_to_f32_with(v: v128, keep: v128, rebias: v128) -> v128 {
+    f32x4_mul(v128_and(v, keep), rebias)
 }
 
 /// Σ nibble·x of one Q4_0 block (`qs`: its 16 quant bytes) against Q8_0 quants `x0` (elements

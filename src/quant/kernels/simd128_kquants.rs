@@ -162,8 +162,14 @@ fn q6_k_quarters(ql: &[u8], qh: &[u8], l: usize) -> [v128; 4] {
 /// of `h` (bits 0–1, 2–3, 4–5, 6–7) on top.
 #[inline(always)]
 pub(crate) fn q6_k_unpack(a: v128, b: v128, h: v128) -> [v128; 4] {
-    let mask = u8x16_splat(0x0F);
-    let top = |k: u32| bits_to_4(h, k, u8x16_splat(0x30));
+    q6_k_unpack_with(a, b, h, u8x16_splat(0x0F), u8x16_splat(0x30))
+}
+
+/// [`q6_k_unpack`] with its constants passed in (`mask` every byte 0x0F, `top` 0x30; see
+/// `x4::Consts`).
+#[inline(always)]
+pub(crate) fn q6_k_unpack_with(a: v128, b: v128, h: v128, mask: v128, top: v128) -> [v128; 4] {
+    let top = |k: u32| bits_to_4(h, k, top);
     [
         v128_or(v128_and(a, mask), top(0)),
         v128_or(v128_and(b, mask), top(2)),

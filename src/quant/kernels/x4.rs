@@ -13,7 +13,7 @@ use core::arch::wasm32::*;
 
 #[cfg(not(target_feature = "relaxed-simd"))]
 use super::simd128::{bits_to_4, high_nibbles};
-use super::simd128::{f16_bits_to_f32, f32_lanes, Q8_BYTES};
+use super::simd128::{f16_bits_to_f32_with, f16_constants, f32_lanes, Q8_BYTES};
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 #[cfg(not(target_feature = "relaxed-simd"))]
@@ -52,7 +52,7 @@ pub(super) trait X4 {
     ///
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at the whole activation block.
-    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N];
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N], c: &Consts) -> [v128; N];
     /// Whether [`gemm_x4`] takes two groups a tile through [`X4::isum_pair`].
     const PAIRS: bool = false;
     /// [`X4::isum`] of two group blocks against four activation rows (`[j][i]`: group `j`,
@@ -62,8 +62,8 @@ pub(super) trait X4 {
     /// # Safety
     /// As [`X4::isum`], for both blocks.
     #[inline(always)]
-    unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4]) -> [[v128; 4]; 2] {
-        blk.map(|b| Self::isum::<4>(b, x))
+    unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4], c: &Consts) -> [[v128; 4]; 2] {
+        blk.map(|b| Self::isum::<4>(b, x, c))
     }
 }
 
@@ -81,7 +81,7 @@ impl X4 for Q8_0x4 {
     /// 8.85 ms a token on one thread, and this form from 8.35 to 7.24 (5.13 → 4.34 on two;
     /// interleaved A/Bs in Chromium, medians of 10).
     #[inline(always)]
-    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N], _: &Consts) -> [v128; N] {
         let mut acc = [(i32x4_splat(0), i32x4_splat(0)); N];
         for k in 0..8 {
             let v = v128_load(blk.add(QS + 16 * k) as *const v128);
@@ -114,8 +114,8 @@ impl<const FIFTH: bool> X4 for Nibbles<FIFTH> {
     /// Chunk `k`'s low nibbles are elements `4k..` of each row, its high ones `16 + 4k..`; a
     /// plane's fifth bits go to bit 4 by one 16-bit shift and a mask (see `relaxed.rs`).
     #[inline(always)]
-    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N]) -> [v128; N] {
-        let (mask, sixteen) = (u8x16_splat(0x0F), u8x16_splat(16));
+    unsafe fn isum<const N: usize>(blk: *const u8, x: [*const u8; N], c: &Consts) -> [v128; N] {
+        let (mask, sixteen) = (c.nibble, c.bit4);
         let planes = FIFTH.then(|| v128_load(blk.add(Q5_HIGH) as *const v128));
         let mut acc = [(i32x4_splat(0), i32x4_splat(0)); N];
         for k in 0..4 {
@@ -201,6 +201,7 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let group = nb * group_block(F::DTYPE);
     let stride = out.len() / rows;
     let groups = (stride / GROUP).min(w.len() / group);
+    let c = Consts::new();
     // Without a four-row tile (decode) nothing is paired, and the pairs' loop is skipped.
     let tiled = rows / 4 * 4;
     let paired = if F::PAIRS && tiled > 0 {
@@ -212,7 +213,7 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         let wg = &w[g * group..(g + 2) * group];
         for r in (0..tiled).step_by(4) {
             // SAFETY: `wg` is two whole groups of `nb` blocks and rows `r..r + 4` exist in `act`.
-            let sums = unsafe { group_pair_rows::<F>(wg.as_ptr(), group, act, r) };
+            let sums = unsafe { group_pair_rows::<F>(wg.as_ptr(), group, act, r, &c) };
             for (j, sums) in sums.into_iter().enumerate() {
                 put_groups(sums, &mut out[r * stride + (g + j) * GROUP..], stride);
             }
@@ -224,13 +225,13 @@ pub(super) fn gemm_x4<F: X4>(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         let mut r = if g < paired { tiled } else { 0 };
         while r + 4 <= rows {
             // SAFETY: `wg` is one whole group of `nb` blocks and rows `r..r + 4` exist in `act`.
-            let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, act, r) };
+            let sums = unsafe { group_rows::<F, 4>(wg.as_ptr(), nb, act, r, &c) };
             put_groups(sums, &mut out[r * stride + g * GROUP..], stride);
             r += 4;
         }
         while r < rows {
             // SAFETY: as above, for row `r`.
-            let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, act, r) };
+            let sums = unsafe { group_rows::<F, 1>(wg.as_ptr(), nb, act, r, &c) };
             put_groups(sums, &mut out[r * stride + g * GROUP..], stride);
             r += 1;
         }
@@ -319,12 +320,13 @@ unsafe fn group_rows<F: X4, const N: usize>(
     nb: usize,
     act: &Q8Act,
     r0: usize,
+    c: &Consts,
 ) -> [v128; N] {
     let rows = ActRows::<N>::new::<F>(act, r0);
     accumulate_blocks4_n::<N>(nb, |b, acc| {
         let blk = wg.add(b * group_block(F::DTYPE));
-        let dw = f16x4(blk);
-        let isum = F::isum::<N>(blk, rows.block(b));
+        let dw = c.f16x4(blk);
+        let isum = F::isum::<N>(blk, rows.block(b), c);
         core::array::from_fn(|i| rows.scaled_add::<F>(acc[i], isum[i], dw, i, b))
     })
 }
@@ -348,15 +350,16 @@ unsafe fn group_pair_rows<F: X4>(
     group: usize,
     act: &Q8Act,
     r0: usize,
+    c: &Consts,
 ) -> [[v128; 4]; 2] {
     let rows = ActRows::<4>::new::<F>(act, r0);
     let mut sets = [[[f32x4_splat(0.0); 4]; 2]; 4];
     for b in 0..act.blocks() {
         let blk = [w, w.add(group)].map(|p| p.add(b * group_block(F::DTYPE)));
-        let isum = F::isum_pair(blk, rows.block(b));
+        let isum = F::isum_pair(blk, rows.block(b), c);
         let set = &mut sets[b % 4];
         for j in 0..2 {
-            let dw = f16x4(blk[j]);
+            let dw = c.f16x4(blk[j]);
             for i in 0..4 {
                 set[j][i] = rows.scaled_add::<F>(set[j][i], isum[j][i], dw, i, b);
             }
@@ -372,16 +375,62 @@ unsafe fn group_pair_rows<F: X4>(
     })
 }
 
-/// The four rows' f16 scales at the start of a group block `p` as f32, for finite ones (the ×4
-/// layout's, checked by `interleave`): each sign-extended into its i32 lane (a widening load; a
-/// shuffle with zeros had V8 rebuild two byte-shuffle masks each block, ~10 % slower) and shifted
-/// so that sign, exponent and mantissa sit where f32's do (`f16_bits_to_f32`).
-///
-/// # Safety
-/// `p` must point at 8 readable bytes.
-#[inline(always)]
-pub(super) unsafe fn f16x4(p: *const u8) -> v128 {
-    f16_bits_to_f32(i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13))
+/// The vector constants of the ×4 kernels, made once a call and handed down. V8's optimising
+/// tier builds a `v128.const` afresh at each use in a loop, three x86 instructions each (a load
+/// from its constant pool into a general register, a move to a vector register, a duplicate):
+/// a decoded token's Q4_0 ×4 loop spent 120 of its 385 instructions on them, the prompt's
+/// one-group tiles 120 of 967 (four blocks; V8 14.6 in Node 26, `--print-wasm-code`). Passed
+/// through `black_box`, they are values the engine keeps in a register or reloads from the stack.
+/// In Chromium (one thread, section profiles, two interleaved rounds) Gemma 3 270M Q4_K_M's
+/// prefill went 226.7 / 225.6 → 256.6 / 271.8 tok/s and its decode 56.9 / 60.4 → 62.4 / 63.0;
+/// Q4_0's moved within the host's noise (prefill 340–360 tok/s either way).
+#[derive(Clone, Copy)]
+pub(super) struct Consts {
+    /// Every byte 0x0F: a nibble.
+    pub(super) nibble: v128,
+    /// Every byte 16: Q5_0's (and Q5_K's) fifth bit at bit 4.
+    pub(super) bit4: v128,
+    /// Every byte 0x30: Q6_K's top bits at bits 4–5.
+    pub(super) bits45: v128,
+    /// Every byte 0x3F and every byte 3: the K formats' packed 6-bit scales.
+    pub(super) low6: v128,
+    pub(super) low2: v128,
+    /// Each i32 lane's low byte, and (relaxed builds) its low half.
+    pub(super) byte: v128,
+    #[cfg(target_feature = "relaxed-simd")]
+    pub(super) half: v128,
+    /// `simd128::f16_constants`.
+    f16: (v128, v128),
+}
+
+impl Consts {
+    #[inline(always)]
+    pub(super) fn new() -> Self {
+        core::hint::black_box(Consts {
+            nibble: u8x16_splat(0x0F),
+            bit4: u8x16_splat(16),
+            bits45: u8x16_splat(0x30),
+            low6: u8x16_splat(0x3F),
+            low2: u8x16_splat(3),
+            byte: u32x4_splat(0xFF),
+            #[cfg(target_feature = "relaxed-simd")]
+            half: u32x4_splat(0xFFFF),
+            f16: f16_constants(),
+        })
+    }
+
+    /// The four rows' f16 scales at the start of a group block `p` as f32, for finite ones (the
+    /// ×4 layout's, checked by `interleave`): each sign-extended into its i32 lane (a widening
+    /// load; a shuffle with zeros had V8 rebuild two byte-shuffle masks each block, ~10 % slower)
+    /// and shifted so that sign, exponent and mantissa sit where f32's do (`f16_bits_to_f32`).
+    ///
+    /// # Safety
+    /// `p` must point at 8 readable bytes.
+    #[inline(always)]
+    pub(super) unsafe fn f16x4(&self, p: *const u8) -> v128 {
+        let v = i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13);
+        f16_bits_to_f32_with(v, self.f16.0, self.f16.1)
+    }
 }
 
 /// `simd128::accumulate_blocks4` for `N` accumulators at once: block `b` into set `b % 4`, the
