@@ -54,8 +54,10 @@ unsafe fn store_at(y: *mut f32, i: usize, v: v128) {
 }
 
 /// Runs `step(i)` for `i = 0, 4, … < body` (a multiple of 4), four steps per iteration: in a
-/// loop whose step uses many vector constants V8 then builds them once before the loop instead
-/// of once a step inside it (three instructions each; `gated_f16_table`, `softmax_by_position`).
+/// loop whose step used many vector constants V8's earlier optimising tier then built them once
+/// before the loop instead of once a step (`gated_f16_table`, `softmax_by_position`). Its tier
+/// of 2026 (Turboshaft) builds them at every use again, so those kernels now also take theirs
+/// made once a call ([`F16Consts`], [`ExpConsts`]).
 #[inline(always)]
 fn by_four_chunks(body: usize, mut step: impl FnMut(usize)) {
     let mut i = 0;
@@ -222,9 +224,10 @@ pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
     let n = gate.len().min(up.len());
     let body = n / 4 * 4;
     let (g, u) = (gate.as_mut_ptr(), up.as_ptr());
+    let c = F16Consts::new();
     // SAFETY: every step reads and writes elements `i..i + 4` with `i + 4 <= body <= n`, the
     // length of both `gate` and `up` at least.
-    by_four_chunks(body, |i| unsafe { gated_step(table, g, u, i) });
+    by_four_chunks(body, |i| unsafe { gated_step(table, g, u, i, &c) });
     super::scalar::gated_f16_table(table, &mut gate[body..n], &up[body..n]);
 }
 
@@ -233,14 +236,13 @@ pub fn gated_f16_table(table: &[u16; 65536], gate: &mut [f32], up: &[f32]) {
 /// # Safety
 /// `g` and `u` must have four readable (and in `g` writable) f32s from `i`.
 #[inline(always)]
-unsafe fn gated_step(table: &[u16; 65536], g: *mut f32, u: *const f32, i: usize) {
-    let (lo, hi) = (f32x4_splat(-10.0), f32x4_splat(10.0));
+unsafe fn gated_step(table: &[u16; 65536], g: *mut f32, u: *const f32, i: usize, c: &F16Consts) {
     let x = load_at(g, i);
-    let h = f32_to_f16_finite4(x);
+    let h = f32_to_f16_finite4(x, c);
     let look = i32_lanes(h).map(|h| u32::from(table[(h & 0xFFFF) as usize]));
-    let v = f16_to_f32_4(u32x4(look[0], look[1], look[2], look[3]));
-    let v = v128_bitselect(x, v, f32x4_ge(x, hi));
-    let v = v128_andnot(v, f32x4_le(x, lo));
+    let v = f16_to_f32_4(u32x4(look[0], look[1], look[2], look[3]), c);
+    let v = v128_bitselect(x, v, f32x4_ge(x, c.ten));
+    let v = v128_andnot(v, f32x4_le(x, c.minus_ten));
     store_at(g, i, f32x4_mul(v, load_at(u, i)));
 }
 
@@ -250,45 +252,94 @@ unsafe fn gated_step(table: &[u16; 65536], g: *mut f32, u: *const f32, i: usize)
 pub fn round_to_f16(x: &mut [f32]) {
     let body = x.len() / 4 * 4;
     let limit = u32x4_splat(0x477F_F000); // 65,520
+    let c = F16Consts::new();
     for i in (0..body).step_by(4) {
         let v = load(&x[i..]);
         if v128_any_true(u32x4_ge(v128_and(v, u32x4_splat(0x7FFF_FFFF)), limit)) {
             super::scalar::round_to_f16(&mut x[i..i + 4]);
         } else {
-            store(&mut x[i..], f16_to_f32_4(f32_to_f16_finite4(v)));
+            store(&mut x[i..], f16_to_f32_4(f32_to_f16_finite4(v, &c), &c));
         }
     }
     super::scalar::round_to_f16(&mut x[body..]);
 }
 
+/// The constants of [`f32_to_f16_finite4`], [`f16_to_f32_4`] and [`gated_f16_table`]'s
+/// saturation, made once a call: V8's optimising tier builds a `v128.const` afresh at each use
+/// in a loop, three x86 instructions each: the GELU table's loop went from 440 to 281
+/// instructions for four steps with these (V8 14.6, `--print-wasm-code`). Through `black_box`
+/// they are values it keeps in registers or reloads from the stack. Gemma 3 270M's activation
+/// section, one thread in Chromium: 0.073–0.075 → 0.064–0.071 ms a prompt token (three rounds).
+#[derive(Clone, Copy)]
+struct F16Consts {
+    /// `f32_to_f16_finite`'s: the sign bit and the magnitude of an f32; 0.5 and its bits (the
+    /// subnormal path); one, the rounding bias 0x0FFF and the exponent rebias 112 << 23; the
+    /// smallest normal f16 as f32 bits; the low half.
+    sign: v128,
+    magnitude: v128,
+    half: v128,
+    half_bits: v128,
+    one: v128,
+    bias: v128,
+    rebias: v128,
+    min_normal: v128,
+    low16: v128,
+    /// `f16_to_f32`'s: the f16 magnitude, 2^112, the exponent, f32's exponent, the mantissa.
+    f16_magnitude: v128,
+    scale: v128,
+    f16_exp: v128,
+    f32_exp: v128,
+    mantissa: v128,
+    /// The GELU table's saturation points.
+    ten: v128,
+    minus_ten: v128,
+}
+
+impl F16Consts {
+    #[inline(always)]
+    fn new() -> Self {
+        core::hint::black_box(F16Consts {
+            sign: u32x4_splat(0x8000),
+            magnitude: u32x4_splat(0x7FFF_FFFF),
+            half: f32x4_splat(0.5),
+            half_bits: u32x4_splat(0x3F00_0000),
+            one: u32x4_splat(1),
+            bias: u32x4_splat(0x0FFF),
+            rebias: u32x4_splat(112 << 23),
+            min_normal: u32x4_splat(0x3880_0000),
+            low16: u32x4_splat(0xFFFF),
+            f16_magnitude: u32x4_splat(0x7FFF),
+            scale: f32x4_splat(f32::from_bits(0x7780_0000)),
+            f16_exp: u32x4_splat(0x7C00),
+            f32_exp: u32x4_splat(0x7F80_0000),
+            mantissa: u32x4_splat(0x03FF),
+            ten: f32x4_splat(10.0),
+            minus_ten: f32x4_splat(-10.0),
+        })
+    }
+}
+
 /// `quant::f32_to_f16_finite` on four lanes (the f16 bits in each lane's low half).
 #[inline(always)]
-fn f32_to_f16_finite4(x: v128) -> v128 {
-    let sign = v128_and(u32x4_shr(x, 16), u32x4_splat(0x8000));
-    let a = v128_and(x, u32x4_splat(0x7FFF_FFFF));
-    let sub = i32x4_sub(f32x4_add(a, f32x4_splat(0.5)), u32x4_splat(0x3F00_0000));
-    let odd = v128_and(u32x4_shr(a, 13), u32x4_splat(1));
-    let norm = i32x4_add(a, i32x4_add(odd, u32x4_splat(0x0FFF)));
-    let norm = u32x4_shr(i32x4_sub(norm, u32x4_splat(112 << 23)), 13);
-    let h = v128_bitselect(sub, norm, u32x4_lt(a, u32x4_splat(0x3880_0000)));
-    v128_or(v128_and(h, u32x4_splat(0xFFFF)), sign)
+fn f32_to_f16_finite4(x: v128, c: &F16Consts) -> v128 {
+    let sign = v128_and(u32x4_shr(x, 16), c.sign);
+    let a = v128_and(x, c.magnitude);
+    let sub = i32x4_sub(f32x4_add(a, c.half), c.half_bits);
+    let odd = v128_and(u32x4_shr(a, 13), c.one);
+    let norm = i32x4_add(a, i32x4_add(odd, c.bias));
+    let norm = u32x4_shr(i32x4_sub(norm, c.rebias), 13);
+    let h = v128_bitselect(sub, norm, u32x4_lt(a, c.min_normal));
+    v128_or(v128_and(h, c.low16), sign)
 }
 
 /// `quant::f16_to_f32` on four lanes of f16 bits.
 #[inline(always)]
-fn f16_to_f32_4(h: v128) -> v128 {
-    let magnitude = f32x4_mul(
-        u32x4_shl(v128_and(h, u32x4_splat(0x7FFF)), 13),
-        f32x4_splat(f32::from_bits(0x7780_0000)),
-    );
-    let exp = u32x4_splat(0x7C00);
-    let special = i32x4_eq(v128_and(h, exp), exp);
-    let inf_nan = v128_or(
-        u32x4_splat(0x7F80_0000),
-        u32x4_shl(v128_and(h, u32x4_splat(0x03FF)), 13),
-    );
+fn f16_to_f32_4(h: v128, c: &F16Consts) -> v128 {
+    let magnitude = f32x4_mul(u32x4_shl(v128_and(h, c.f16_magnitude), 13), c.scale);
+    let special = i32x4_eq(v128_and(h, c.f16_exp), c.f16_exp);
+    let inf_nan = v128_or(c.f32_exp, u32x4_shl(v128_and(h, c.mantissa), 13));
     let bits = v128_bitselect(inf_nan, magnitude, special);
-    v128_or(bits, u32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16))
+    v128_or(bits, u32x4_shl(v128_and(h, c.sign), 16))
 }
 
 /// See `scalar::dot_grid`: one accumulator chain per (head, row) pair, each `dot`'s, so the bits
@@ -455,47 +506,80 @@ pub fn max_non_nan(x: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |m, v| if v > m { v } else { m })
 }
 
+/// [`exp4`]'s constants, made once a call and passed in, for the reason [`F16Consts`] gives:
+/// the clamp, log2 e, ln 2 in two parts, the polynomial's eight coefficients (highest first) and
+/// the exponent bias. `softmax_by_position`'s loop went from 407 to 256 instructions with them
+/// (V8 14.6, `--print-wasm-code`); a long prompt's attention, where it runs, moved within the
+/// noise.
+#[derive(Clone, Copy)]
+struct ExpConsts {
+    lo: v128,
+    hi: v128,
+    log2_e: v128,
+    ln2_hi: v128,
+    ln2_lo: v128,
+    poly: [v128; 8],
+    bias: v128,
+}
+
+impl ExpConsts {
+    #[inline(always)]
+    fn new() -> Self {
+        let poly = [
+            1.0 / 5040.0,
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ];
+        core::hint::black_box(ExpConsts {
+            lo: f32x4_splat(-104.0),
+            hi: f32x4_splat(89.0),
+            log2_e: f32x4_splat(core::f32::consts::LOG2_E),
+            ln2_hi: f32x4_splat(0.693_145_75),
+            ln2_lo: f32x4_splat(1.428_606_8e-6),
+            poly: poly.map(|a: f32| f32x4_splat(a)),
+            bias: i32x4_splat(127),
+        })
+    }
+}
+
 /// e^x for four lanes: Cody–Waite reduction `x = k·ln2 + r` (|r| ≤ ln2/2, ln2 split in two so
 /// `r` is exact to ~2^-32), a degree-7 Taylor polynomial for e^r (truncation < 2^-27), then
 /// scaling by 2^k through the exponent bits in two steps so no intermediate overflows.
 /// Saturates to 0 / inf outside [-104, 89]; NaN stays NaN (restored explicitly at the end: with
 /// `+relaxed-simd` LLVM may turn the clamp into relaxed min/max, whose NaN result is unspecified).
 #[inline(always)]
-fn exp4(x_in: v128) -> v128 {
-    let x = f32x4_pmin(f32x4_pmax(x_in, f32x4_splat(-104.0)), f32x4_splat(89.0));
-    let k = f32x4_nearest(f32x4_mul(x, f32x4_splat(core::f32::consts::LOG2_E)));
-    let r = f32x4_sub(x, f32x4_mul(k, f32x4_splat(0.693_145_75)));
-    let r = f32x4_sub(r, f32x4_mul(k, f32x4_splat(1.428_606_8e-6)));
-    let mut p = f32x4_splat(1.0 / 5040.0);
-    for c in [
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-        1.0,
-        1.0,
-    ] {
-        p = f32x4_add(f32x4_mul(p, r), f32x4_splat(c));
+fn exp4(x_in: v128, c: &ExpConsts) -> v128 {
+    let x = f32x4_pmin(f32x4_pmax(x_in, c.lo), c.hi);
+    let k = f32x4_nearest(f32x4_mul(x, c.log2_e));
+    let r = f32x4_sub(x, f32x4_mul(k, c.ln2_hi));
+    let r = f32x4_sub(r, f32x4_mul(k, c.ln2_lo));
+    let mut p = c.poly[0];
+    for &a in &c.poly[1..] {
+        p = f32x4_add(f32x4_mul(p, r), a);
     }
     // 2^k as two factors 2^(k/2) · 2^(k - k/2), each a valid normal or subnormal-free power.
     let ki = i32x4_trunc_sat_f32x4(k);
     let k1 = i32x4_shr(ki, 1);
     let k2 = i32x4_sub(ki, k1);
-    let pow = |e: v128| i32x4_shl(i32x4_add(e, i32x4_splat(127)), 23);
+    let pow = |e: v128| i32x4_shl(i32x4_add(e, c.bias), 23);
     let y = f32x4_mul(f32x4_mul(p, pow(k1)), pow(k2));
     v128_bitselect(x_in, y, f32x4_ne(x_in, x_in))
 }
 
 #[inline(always)]
-fn unary4(op: Unary, x: v128) -> v128 {
+fn unary4(op: Unary, x: v128, c: &ExpConsts) -> v128 {
     let one = f32x4_splat(1.0);
     match op {
         Unary::Neg => f32x4_neg(x),
         Unary::Abs => f32x4_abs(x),
         Unary::Relu => v128_and(x, f32x4_gt(x, f32x4_splat(0.0))),
         Unary::Affine(m, a) => f32x4_add(f32x4_mul(x, f32x4_splat(m)), f32x4_splat(a)),
-        Unary::Exp => exp4(x),
+        Unary::Exp => exp4(x, c),
         Unary::Sqrt => f32x4_sqrt(x),
         Unary::Log => f32x4(
             f32x4_extract_lane::<0>(x).ln(),
@@ -503,9 +587,9 @@ fn unary4(op: Unary, x: v128) -> v128 {
             f32x4_extract_lane::<2>(x).ln(),
             f32x4_extract_lane::<3>(x).ln(),
         ),
-        Unary::Silu => f32x4_div(x, f32x4_add(one, exp4(f32x4_neg(x)))),
-        Unary::Sigmoid => f32x4_div(one, f32x4_add(one, exp4(f32x4_neg(x)))),
-        Unary::Tanh => tanh4(x),
+        Unary::Silu => f32x4_div(x, f32x4_add(one, exp4(f32x4_neg(x), c))),
+        Unary::Sigmoid => f32x4_div(one, f32x4_add(one, exp4(f32x4_neg(x), c))),
+        Unary::Tanh => tanh4(x, c),
         Unary::Gelu => {
             let inner = f32x4_mul(
                 f32x4_splat(0.797_884_6),
@@ -514,7 +598,10 @@ fn unary4(op: Unary, x: v128) -> v128 {
                     f32x4_mul(f32x4_splat(0.044715), f32x4_mul(x, f32x4_mul(x, x))),
                 ),
             );
-            f32x4_mul(f32x4_mul(f32x4_splat(0.5), x), f32x4_add(one, tanh4(inner)))
+            f32x4_mul(
+                f32x4_mul(f32x4_splat(0.5), x),
+                f32x4_add(one, tanh4(inner, c)),
+            )
         }
     }
 }
@@ -522,9 +609,9 @@ fn unary4(op: Unary, x: v128) -> v128 {
 /// tanh(x) = sign(x)·(1 − 2/(e^{2|x|} + 1)); absolute error ≤ 4e-7 (the subtraction loses
 /// relative accuracy near 0, which is why the bound is absolute).
 #[inline(always)]
-fn tanh4(x: v128) -> v128 {
+fn tanh4(x: v128, c: &ExpConsts) -> v128 {
     let ax = f32x4_abs(x);
-    let e = exp4(f32x4_add(ax, ax));
+    let e = exp4(f32x4_add(ax, ax), c);
     let t = f32x4_sub(
         f32x4_splat(1.0),
         f32x4_div(f32x4_splat(2.0), f32x4_add(e, f32x4_splat(1.0))),
@@ -535,8 +622,9 @@ fn tanh4(x: v128) -> v128 {
 pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     let n = out.len().min(x.len());
     let body = n / 4 * 4;
+    let c = ExpConsts::new();
     for i in (0..body).step_by(4) {
-        store(&mut out[i..], unary4(op, load(&x[i..])));
+        store(&mut out[i..], unary4(op, load(&x[i..]), &c));
     }
     for i in body..n {
         out[i] = op.apply(x[i]);
@@ -547,10 +635,10 @@ pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
 /// tail), so the row has the bits of `x - shift` followed by `Unary::Exp`.
 pub fn exp_sum(y: &mut [f32], shift: f32) -> f64 {
     let body = y.len() / 4 * 4;
-    let s = f32x4_splat(shift);
+    let (s, c) = (f32x4_splat(shift), ExpConsts::new());
     let mut sum = 0.0f64;
     for i in (0..body).step_by(4) {
-        let e = exp4(f32x4_sub(load(&y[i..]), s));
+        let e = exp4(f32x4_sub(load(&y[i..]), s), &c);
         store(&mut y[i..], e);
         for v in f32_lanes(e) {
             sum += v as f64;
@@ -593,9 +681,9 @@ pub fn softmax_by_position<const T: usize>(x: &mut [f32]) {
             lo = f64x2_add(lo, high);
         }
     };
-    // Four vectors an iteration: `exp4`'s constants then stay out of the loop in V8's code.
+    let c = ExpConsts::new();
     by_four_chunks(body, |i| {
-        let e = exp4(f32x4_sub(load(&x[i..]), s));
+        let e = exp4(f32x4_sub(load(&x[i..]), s), &c);
         store(&mut x[i..], e);
         add(e);
     });
