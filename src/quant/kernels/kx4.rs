@@ -46,17 +46,12 @@ pub fn gemm_kx4_q8_k(dtype: DType, w: &[u8], x: &[u8], x_row: usize, out: &mut [
 /// A K format's ×4 layout and its super-block step.
 trait KX4 {
     const DTYPE: DType;
-    /// Adds one group super-block `blk`'s dots with the Q8_K blocks at `x` into `sum` (lane =
-    /// weight row), the twin's f32 steps.
+    /// Adds one group super-block `b`'s dots with the Q8_K blocks at `x` into `s` (lane = weight
+    /// row), the twin's f32 steps; `c` holds the kernels' constants.
     ///
     /// # Safety
-    /// `blk` must point at one whole group block and each `x` at one whole Q8_K block.
-    unsafe fn step<const N: usize>(
-        blk: *const u8,
-        x: [*const u8; N],
-        sum: &mut [v128; N],
-        c: &Consts,
-    );
+    /// `b` must point at one whole group block and each `x` at one whole Q8_K block.
+    unsafe fn step<const N: usize>(b: *const u8, x: [*const u8; N], s: &mut [v128; N], c: &Consts);
 }
 
 /// Q4_K, or with `Q5` Q5_K.
@@ -124,24 +119,19 @@ impl<const Q5: bool> KX4 for Q45Kx4<Q5> {
 
     /// The twin's steps per row: `sum += d·dx·isum`, then `sum −= dmin·dx·msum`.
     #[inline(always)]
-    unsafe fn step<const N: usize>(
-        blk: *const u8,
-        x: [*const u8; N],
-        sum: &mut [v128; N],
-        c: &Consts,
-    ) {
-        let d = c.f16x4(blk);
-        let dmin = c.f16x4(blk.add(Q4_K_DMIN));
-        let (sc, m) = scales_mins(blk.add(Q4_K_SCALES), c);
-        let isum = q45_k_sums::<N, Q5>(blk, x.map(|x| x.add(4)), sc, c);
+    unsafe fn step<const N: usize>(b: *const u8, x: [*const u8; N], s: &mut [v128; N], c: &Consts) {
+        let d = c.f16x4(b);
+        let dmin = c.f16x4(b.add(Q4_K_DMIN));
+        let (sc, m) = scales_mins(b.add(Q4_K_SCALES), c);
+        let isum = q45_k_sums::<N, Q5>(b, x.map(|x| x.add(4)), sc, c);
         for i in 0..N {
             let dx = dx(x[i]);
             let msum = mins_sums(m, x[i].add(4 + QK_K));
-            let s = f32x4_add(
-                sum[i],
+            let t = f32x4_add(
+                s[i],
                 f32x4_mul(f32x4_mul(d, dx), f32x4_convert_i32x4(isum[i])),
             );
-            sum[i] = f32x4_sub(s, f32x4_mul(f32x4_mul(dmin, dx), f32x4_convert_i32x4(msum)));
+            s[i] = f32x4_sub(t, f32x4_mul(f32x4_mul(dmin, dx), f32x4_convert_i32x4(msum)));
         }
     }
 }
@@ -152,20 +142,15 @@ impl KX4 for Q6Kx4 {
     /// The twin's step per row: `sum += d·dx·isum`, `isum = Σ_g sc_g Σ u·x − 32 Σ_g sc_g·bsum_g`
     /// (the unsigned quants `u = q + 32`).
     #[inline(always)]
-    unsafe fn step<const N: usize>(
-        blk: *const u8,
-        x: [*const u8; N],
-        sum: &mut [v128; N],
-        c: &Consts,
-    ) {
-        let d = c.f16x4(blk);
+    unsafe fn step<const N: usize>(b: *const u8, x: [*const u8; N], s: &mut [v128; N], c: &Consts) {
+        let d = c.f16x4(b);
         let sc: [v128; 4] =
-            core::array::from_fn(|t| v128_load(blk.add(Q6_K_SCALES + 16 * t) as *const v128));
-        let usum = q6_k_sums(blk, x.map(|x| x.add(4)), &sc, c);
+            core::array::from_fn(|t| v128_load(b.add(Q6_K_SCALES + 16 * t) as *const v128));
+        let usum = q6_k_sums(b, x.map(|x| x.add(4)), &sc, c);
         for i in 0..N {
             let offset = i32x4_shl(scaled_bsums(&sc, x[i].add(4 + QK_K)), 5);
             let isum = f32x4_convert_i32x4(i32x4_sub(usum[i], offset));
-            sum[i] = f32x4_add(sum[i], f32x4_mul(f32x4_mul(d, dx(x[i])), isum));
+            s[i] = f32x4_add(s[i], f32x4_mul(f32x4_mul(d, dx(x[i])), isum));
         }
     }
 }
