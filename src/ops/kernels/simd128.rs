@@ -53,11 +53,11 @@ unsafe fn store_at(y: *mut f32, i: usize, v: v128) {
     v128_store(y.add(i) as *mut v128, v)
 }
 
-/// Runs `step(i)` for `i = 0, 4, … < body` (a multiple of 4), four steps per iteration: in a
-/// loop whose step used many vector constants V8's earlier optimising tier then built them once
-/// before the loop instead of once a step (`gated_f16_table`, `softmax_by_position`). Its tier
-/// of 2026 (Turboshaft) builds them at every use again, so those kernels now also take theirs
-/// made once a call ([`F16Consts`], [`ExpConsts`]).
+/// Runs `step(i)` for `i = 0, 4, … < body` (a multiple of 4), four steps per iteration, for
+/// loops whose step uses many vector constants (`gated_f16_table`, `softmax_by_position`; see
+/// the former for what four steps gained). Their constants are made once a call and passed in
+/// ([`F16Consts`], [`ExpConsts`]): V8 14.6's optimising tier builds a `v128.const` afresh at
+/// every use inside a loop, however many steps an iteration takes.
 #[inline(always)]
 fn by_four_chunks(body: usize, mut step: impl FnMut(usize)) {
     let mut i = 0;

@@ -48,7 +48,8 @@ pub(super) trait X4 {
     /// bytes a block) rather than its Q8_0 quants.
     const WIDE: bool = false;
     /// `Σ u·x` of one group block's four rows (lane = row) against the activation block at each
-    /// of `x` (its 32 quants, or with [`X4::WIDE`] their 64 bytes as i16).
+    /// of `x` (its 32 quants, or with [`X4::WIDE`] their 64 bytes as i16), with the call's
+    /// [`Consts`].
     ///
     /// # Safety
     /// `blk` must point at one whole group block and each `x` at the whole activation block.
