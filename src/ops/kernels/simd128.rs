@@ -3,7 +3,7 @@
 use core::arch::wasm32::*;
 
 use super::{madd, nan_max, Arith, Unary};
-use crate::quant::kernels::simd128::{f32_lanes, i32_lanes};
+use crate::quant::kernels::simd128::{f16_constants, f32_lanes, i32_lanes};
 
 #[inline(always)]
 fn load(x: &[f32]) -> v128 {
@@ -251,11 +251,10 @@ unsafe fn gated_step(table: &[u16; 65536], g: *mut f32, u: *const f32, i: usize,
 /// inf, or inf/NaN) goes through the twin.
 pub fn round_to_f16(x: &mut [f32]) {
     let body = x.len() / 4 * 4;
-    let limit = u32x4_splat(0x477F_F000); // 65,520
     let c = F16Consts::new();
     for i in (0..body).step_by(4) {
         let v = load(&x[i..]);
-        if v128_any_true(u32x4_ge(v128_and(v, u32x4_splat(0x7FFF_FFFF)), limit)) {
+        if v128_any_true(u32x4_ge(v128_and(v, c.magnitude), c.finite_limit)) {
             super::scalar::round_to_f16(&mut x[i..i + 4]);
         } else {
             store(&mut x[i..], f16_to_f32_4(f32_to_f16_finite4(v, &c), &c));
@@ -293,6 +292,8 @@ struct F16Consts {
     /// The GELU table's saturation points.
     ten: v128,
     minus_ten: v128,
+    /// 65,520 as f32 bits: from there a magnitude's f16 is inf (`round_to_f16`'s twin path).
+    finite_limit: v128,
 }
 
 impl F16Consts {
@@ -309,12 +310,13 @@ impl F16Consts {
             min_normal: u32x4_splat(0x3880_0000),
             low16: u32x4_splat(0xFFFF),
             f16_magnitude: u32x4_splat(0x7FFF),
-            scale: f32x4_splat(f32::from_bits(0x7780_0000)),
+            scale: f16_constants().1,
             f16_exp: u32x4_splat(0x7C00),
             f32_exp: u32x4_splat(0x7F80_0000),
             mantissa: u32x4_splat(0x03FF),
             ten: f32x4_splat(10.0),
             minus_ten: f32x4_splat(-10.0),
+            finite_limit: u32x4_splat(0x477F_F000),
         })
     }
 }
