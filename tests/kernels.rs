@@ -722,6 +722,15 @@ fn activation_quantizer_equals_ref_bit_for_bit() {
         kernels::quantize_row_q8_0(&x, &mut a);
         kopitiam_wasm::quant::quantize_row_q8_0(&x, &mut b);
         assert_eq!(a, b, "input starting {:?}", &x[..4]);
+        // With the blocks' quant sums: the same blocks, and the sums of their bytes.
+        let mut sums = vec![i32::MIN; x.len() / 32];
+        kernels::quantize_row_q8_0_sums(&x, &mut a, &mut sums);
+        assert_eq!(a, b, "input starting {:?}", &x[..4]);
+        let want: Vec<i32> = b
+            .chunks_exact(34)
+            .map(|ob| ob[2..].iter().map(|&q| i32::from(q as i8)).sum())
+            .collect();
+        assert_eq!(sums, want, "input starting {:?}", &x[..4]);
     }
 }
 

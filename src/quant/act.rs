@@ -4,7 +4,7 @@
 //! activations — quantizing to Q8_0, decoding the block scales, and the `8·Σx` that takes the
 //! Q4_0 offset out of the per-weight products — is done here once and shared by every weight row.
 
-use super::kernels::quantize_row_q8_0;
+use super::kernels::quantize_row_q8_0_sums;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::parallel;
@@ -84,10 +84,9 @@ impl Q8Act {
         // The rows quantize apart, so a prompt's are spread over the threads with their side
         // tables (on one, the others waited at every matmul of a prompt).
         parallel::for_each_row(&mut self.q8[..rows * row_bytes], row_bytes, |r, q| {
-            quantize_row_q8_0(&x[r * n_in..(r + 1) * n_in], q);
             // SAFETY: row `r` is this call's alone (its row of `q8`), and the tables were grown
             // to `rows` rows above.
-            unsafe { tables.fill_row(r, q) };
+            unsafe { tables.quantize_row(r, &x[r * n_in..(r + 1) * n_in], q) };
         });
         for (r, (dx, sx8)) in self.dx[..nb]
             .chunks_exact(blocks)
@@ -200,25 +199,27 @@ struct RowTables {
     blocks: usize,
 }
 
-// SAFETY: `fill_row`'s callers write disjoint rows, and the tables outlive the parallel loop
+// SAFETY: `quantize_row`'s callers write disjoint rows, and the tables outlive the parallel loop
 // (`prepare_with` holds them borrowed throughout).
 unsafe impl Sync for RowTables {}
 
 impl RowTables {
-    /// Row `r`'s block scales, `8·Σx` and widened quants from its Q8_0 blocks `q8`.
+    /// Quantizes row `r`, `x`, into its Q8_0 blocks `q8` and fills its block scales, `8·Σx` and
+    /// widened quants.
     ///
     /// # Safety
     /// Row `r` must exist in every table, and no other thread may access it meanwhile.
-    unsafe fn fill_row(&self, r: usize, q8: &[u8]) {
+    unsafe fn quantize_row(&self, r: usize, x: &[f32], q8: &mut [u8]) {
         let n = self.blocks;
         let dx = core::slice::from_raw_parts_mut(self.dx.add(r * n), n);
         let sx8 = core::slice::from_raw_parts_mut(self.sx8.add(r * n), n);
+        quantize_row_q8_0_sums(x, q8, sx8);
         let mut wide = self
             .wide
             .map(|w| core::slice::from_raw_parts_mut(w.add(r * n * QK), n * QK));
         for (b, xb) in q8.chunks_exact(DType::Q8_0.block_bytes()).enumerate() {
             dx[b] = f16_to_f32(u16::from_le_bytes([xb[0], xb[1]]));
-            sx8[b] = 8 * xb[2..].iter().map(|&q| (q as i8) as i32).sum::<i32>();
+            sx8[b] *= 8;
             if let Some(wide) = wide.as_deref_mut() {
                 let quants = xb[2..].iter().map(|&q| (q as i8) as i16);
                 wide[b * QK..(b + 1) * QK]

@@ -39,8 +39,9 @@ pub mod relaxed_kquants;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 pub use scalar::{
     gemm_i8, gemm_k_q8_k, gemm_kx4_q8_k, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0,
-    gemm_q8_0_q8_0, gemm_q8_0x4_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
-    vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k, vec_dot_q8_0_q8_0,
+    gemm_q8_0_q8_0, gemm_q8_0x4_q8_0, isum_i8, quantize_row_q8_0, quantize_row_q8_0_sums,
+    vec_dot_q4_0_q8_0, vec_dot_q4_k_q8_k, vec_dot_q5_0_q8_0, vec_dot_q5_k_q8_k, vec_dot_q6_k_q8_k,
+    vec_dot_q8_0_q8_0,
 };
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -58,8 +59,8 @@ pub use x4::gemm_q8_0x4_q8_0;
     not(target_feature = "relaxed-simd")
 ))]
 pub use simd128::{
-    gemm_i8, gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, vec_dot_q4_0_q8_0,
-    vec_dot_q8_0_q8_0,
+    gemm_i8, gemm_q4_0_q8_0, gemm_q8_0_q8_0, isum_i8, quantize_row_q8_0, quantize_row_q8_0_sums,
+    vec_dot_q4_0_q8_0, vec_dot_q8_0_q8_0,
 };
 #[cfg(all(
     target_arch = "wasm32",
@@ -73,7 +74,7 @@ pub use relaxed::{
     gemm_i8, gemm_q4_0_q8_0, gemm_q4_0x4_q8_0, gemm_q5_0x4_q8_0, gemm_q8_0_q8_0, vec_dot_q4_0_q8_0,
 };
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-pub use simd128::{isum_i8, quantize_row_q8_0, vec_dot_q8_0_q8_0};
+pub use simd128::{isum_i8, quantize_row_q8_0, quantize_row_q8_0_sums, vec_dot_q8_0_q8_0};
 
 /// Whether this build's matmul kernel for `dtype` weights (`interleaved`: the ×4 layout) against
 /// Q8_0 activations reads their quants widened to i16 (`Q8Act::wide_row`): SIMD128's ×4

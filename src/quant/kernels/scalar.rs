@@ -11,6 +11,14 @@ pub use crate::quant::kquants::{vec_dot_q4_k_q8_k, vec_dot_q5_k_q8_k, vec_dot_q6
 pub use crate::quant::legacy::vec_dot_q5_0_q8_0;
 pub use crate::quant::quantize::quantize_row_q8_0;
 
+/// [`quantize_row_q8_0`] that also writes each block's quant sum `Σq` into `sums`.
+pub fn quantize_row_q8_0_sums(x: &[f32], out: &mut [u8], sums: &mut [i32]) {
+    quantize_row_q8_0(x, out);
+    for (sum, ob) in sums.iter_mut().zip(out.chunks_exact(QK8_0_BYTES)) {
+        *sum = ob[2..].iter().map(|&q| (q as i8) as i32).sum();
+    }
+}
+
 /// Adds `scale · isum` of block `b` into lane `b % 4` and reduces the lanes in the canonical order
 /// (see the module docs), so SIMD twins can keep one accumulator per lane.
 #[inline(always)]
