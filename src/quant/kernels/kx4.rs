@@ -17,10 +17,11 @@ use core::arch::wasm32::*;
 #[cfg(target_feature = "relaxed-simd")]
 use super::relaxed_kquants::{q45_k_sums, q6_k_sums};
 use super::simd128::high_nibbles;
+use super::simd128::Consts;
 use super::simd128_kquants::q6_k_unpack_with;
+use super::x4::put_groups;
 #[cfg(not(target_feature = "relaxed-simd"))]
 use super::x4::{add_pair_dots, row_lanes, widen_u8};
-use super::x4::{put_groups, Consts};
 use crate::dtype::DType;
 use crate::quant::interleave::{
     group_block, GROUP, Q4_K_DMIN, Q4_K_QS, Q4_K_SCALES, Q5_K_QH, Q5_K_QS, Q6_K_QH, Q6_K_QL,

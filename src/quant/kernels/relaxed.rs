@@ -9,19 +9,19 @@
 
 use core::arch::wasm32::*;
 
+use super::simd128::Consts;
 use super::simd128::{
     bits_to_4, dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, high_nibbles, load16,
     q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
 };
-use super::x4::{gemm_x4, Consts, X4};
+use super::x4::{gemm_x4, X4};
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 use crate::quant::interleave::{Q5_HIGH, QS};
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mask = u8x16_splat(0x0F);
-    let eight = u8x16_splat(8);
-    dot_blocks4(w, x, Q4_BYTES, Q8_BYTES, |wb, xb| {
+    dot_blocks4(w, x, Q4_BYTES, Q8_BYTES, |wb, xb, c| {
+        let (mask, eight) = (c.nibble, c.eight);
         let qs = load16(&wb[2..]);
         let (x0, x1) = (load16(&xb[2..]), load16(&xb[18..]));
         let z = i32x4_splat(0);
@@ -56,7 +56,7 @@ pub fn gemm_q4_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
 /// activation's widened quants (`Q8Act::wide_row`): four `i32x4_dot_i16x8` a block, exact.
 pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let nb = act.blocks();
-    gemm_q8_0_with(w, act, out, |wr, r| {
+    gemm_q8_0_with(w, act, out, |wr, r, c| {
         let wide = act.wide_row(r).as_ptr();
         let block = |b: usize| {
             // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks, and the widened row
@@ -76,7 +76,7 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
         };
         let x = act.q8_row(r).as_ptr();
         // SAFETY: as above; the row's `nb` blocks and scales come from `act`.
-        unsafe { q8_0_row1_with(block, wr, nb, x, act.dx()[r * nb..].as_ptr()) }
+        unsafe { q8_0_row1_with(block, wr, nb, x, act.dx()[r * nb..].as_ptr(), c) }
     })
 }
 

@@ -6,7 +6,7 @@
 use core::arch::wasm32::*;
 
 use super::kx4::{q45_k_quants, q6_k_quarters};
-use super::x4::Consts;
+use super::simd128::Consts;
 
 /// Byte `K` of each lane of `sc` in both i16 halves of the lane: a row's sub-block scale for
 /// `i32x4_dot_i16x8` against that row's two i16 pair sums. (`K` is a constant so that the shifts

@@ -98,21 +98,23 @@ pub(crate) fn hsum4_i32(a: v128, b: v128, c: v128, d: v128) -> v128 {
 /// scales (at the start of each block) are decoded four at a time in SIMD, exactly; a row with
 /// an inf/NaN scale takes the scalar scale path instead, whose results those are.
 #[inline(always)]
-pub(crate) fn dot_blocks4(
+pub(super) fn dot_blocks4(
     w: &[u8],
     x: &[u8],
     wb_len: usize,
     xb_len: usize,
-    block_isum: impl Fn(&[u8], &[u8]) -> v128,
+    block_isum: impl Fn(&[u8], &[u8], &Consts) -> v128,
 ) -> f32 {
+    let c = Consts::new();
+    let block_isum = |wb: &[u8], xb: &[u8]| block_isum(wb, xb, &c);
     let mut special = i32x4_splat(0);
     let fast = blocks4(w, x, wb_len, xb_len, &block_isum, |w4, x4| {
         // SAFETY: `blocks4` passes slices that start at four whole blocks of each side, so the
         // four 2-byte scales `wb_len` / `xb_len` bytes apart are readable.
         unsafe {
             f32x4_mul(
-                q4_0_scales4(w4.as_ptr(), wb_len, &mut special),
-                q4_0_scales4(x4.as_ptr(), xb_len, &mut special),
+                q4_0_scales4(w4.as_ptr(), wb_len, &mut special, &c),
+                q4_0_scales4(x4.as_ptr(), xb_len, &mut special, &c),
             )
         }
     });
@@ -179,17 +181,15 @@ fn finish_blocks4(
 
 /// The signed Q4_0 values of one block: elements 0..16 (low nibbles) and 16..32 (high), minus 8.
 #[inline(always)]
-fn unpack_q4_0(qs: v128) -> (v128, v128) {
-    let mask = u8x16_splat(0x0F);
-    let eight = i8x16_splat(8);
-    let lo = i8x16_sub(v128_and(qs, mask), eight);
-    let hi = i8x16_sub(high_nibbles(qs, mask), eight);
+fn unpack_q4_0(qs: v128, c: &Consts) -> (v128, v128) {
+    let lo = i8x16_sub(v128_and(qs, c.nibble), c.eight);
+    let hi = i8x16_sub(high_nibbles(qs, c.nibble), c.eight);
     (lo, hi)
 }
 
 pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    dot_blocks4(w, x, Q4_BYTES, Q8_BYTES, |wb, xb| {
-        let (lo, hi) = unpack_q4_0(load16(&wb[2..]));
+    dot_blocks4(w, x, Q4_BYTES, Q8_BYTES, |wb, xb, c| {
+        let (lo, hi) = unpack_q4_0(load16(&wb[2..]), c);
         i32x4_add(
             dot_i8x16(lo, load16(&xb[2..])),
             dot_i8x16(hi, load16(&xb[18..])),
@@ -198,7 +198,7 @@ pub fn vec_dot_q4_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
 }
 
 pub fn vec_dot_q8_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    dot_blocks4(w, x, Q8_BYTES, Q8_BYTES, |wb, xb| {
+    dot_blocks4(w, x, Q8_BYTES, Q8_BYTES, |wb, xb, _| {
         i32x4_add(
             dot_i8x16(load16(&wb[2..]), load16(&xb[2..])),
             dot_i8x16(load16(&wb[18..]), load16(&xb[18..])),
@@ -232,7 +232,7 @@ pub fn quantize_row_q8_0_sums(x: &[f32], out: &mut [u8], sums: &mut [i32]) {
     });
 }
 
-/// The vector constants of [`quantize_q8_0_blocks`], made once a call (see `x4::Consts`: V8
+/// The vector constants of [`quantize_q8_0_blocks`], made once a call (see [`Consts`]: V8
 /// rebuilds a constant at every use in a loop). With them, the sums and the relaxed conversion,
 /// V8 14.6's loop over a prompt's activation blocks went from 362 instructions a block (96 of
 /// them rebuilding constants) to 239. Quantizing is ~3.5 % of a one-thread prompt (done twice,
@@ -354,33 +354,17 @@ pub fn isum_i8(a: &[i8], b: &[u8]) -> i32 {
 /// # Safety
 /// `w` must point at four readable Q4_0 blocks.
 #[inline(always)]
-unsafe fn q4_0_scales4(w: *const u8, stride: usize, special: &mut v128) -> v128 {
+unsafe fn q4_0_scales4(w: *const u8, stride: usize, special: &mut v128, c: &Consts) -> v128 {
     let mut h = i32x4_splat(0);
     h = v128_load16_lane::<1>(h, w as *const u16);
     h = v128_load16_lane::<3>(h, w.add(stride) as *const u16);
     h = v128_load16_lane::<5>(h, w.add(2 * stride) as *const u16);
     h = v128_load16_lane::<7>(h, w.add(3 * stride) as *const u16);
-    f16_high_to_f32(h, special)
+    *special = v128_or(*special, i32x4_eq(v128_and(h, c.f16_exp), c.f16_exp));
+    f16_bits_to_f32_with(i32x4_shr(h, 3), c.f16.0, c.f16.1)
 }
 
-/// Four f16 values held in the high halves of `h`'s i32 lanes as f32 (see `q4_0_scales4`).
-#[inline(always)]
-pub(crate) fn f16_high_to_f32(h: v128, special: &mut v128) -> v128 {
-    let exp = i32x4_splat(0x7C00_0000);
-    *special = v128_or(*special, i32x4_eq(v128_and(h, exp), exp));
-    f16_bits_to_f32(i32x4_shr(h, 3))
-}
-
-/// Finite f16 values whose bits sit where f32's do in each i32 lane (the sign at bit 31,
-/// exponent and mantissa at bits 13..28; whatever bits 28..31 hold is masked off) as f32: scaled
-/// by 2^112, the exponent biases' difference, which also normalises subnormals.
-#[inline(always)]
-pub(crate) fn f16_bits_to_f32(v: v128) -> v128 {
-    let (keep, rebias) = f16_constants();
-    f16_bits_to_f32_with(v, keep, rebias)
-}
-
-/// [`f16_bits_to_f32`]'s two constants: the bits it keeps, and the rebias.
+/// [`f16_bits_to_f32_with`]'s two constants: the bits it keeps, and the rebias.
 #[inline(always)]
 pub(crate) fn f16_constants() -> (v128, v128) {
     (
@@ -389,10 +373,77 @@ pub(crate) fn f16_constants() -> (v128, v128) {
     )
 }
 
-/// [`f16_bits_to_f32`] with its constants passed in (see `x4::Consts`).
+/// Finite f16 values whose bits sit where f32's do in each i32 lane (the sign at bit 31,
+/// exponent and mantissa at bits 13..28; whatever bits 28..31 hold is masked off) as f32: scaled
+/// by 2^112, the exponent biases' difference, which also normalises subnormals. The constants
+/// are [`f16_constants`]', passed in (see [`Consts`]).
 #[inline(always)]
 pub(crate) fn f16_bits_to_f32_with(v: v128, keep: v128, rebias: v128) -> v128 {
     f32x4_mul(v128_and(v, keep), rebias)
+}
+
+/// The vector constants of the quantized kernels (the ×4 ones and the file layout's), made once a
+/// call and handed down. V8's optimising
+/// tier builds a `v128.const` afresh at each use in a loop, three x86 instructions each (a load
+/// from its constant pool into a general register, a move to a vector register, a duplicate):
+/// a decoded token's Q4_0 ×4 loop spent 120 of its 385 instructions on them, the prompt's
+/// one-group tiles 120 of 967 (four blocks; V8 14.6 in Node 26, `--print-wasm-code`). Passed
+/// through `black_box`, they are values the engine keeps in a register or reloads from the stack.
+/// In Chromium (one thread, section profiles, two interleaved rounds) Gemma 3 270M Q4_K_M's
+/// prefill went 226.7 / 225.6 → 256.6 / 271.8 tok/s and its decode 56.9 / 60.4 → 62.4 / 63.0;
+/// Q4_0's moved within the host's noise (prefill 340–360 tok/s either way). The file layout's
+/// Q4_0 loop over four weight rows had 52 rebuilds in 458 instructions (four blocks).
+#[derive(Clone, Copy)]
+pub(super) struct Consts {
+    /// Every byte 0x0F: a nibble; every byte 8: Q4_0's offset.
+    pub(super) nibble: v128,
+    pub(super) eight: v128,
+    /// Every byte 16: Q5_0's (and Q5_K's) fifth bit at bit 4.
+    pub(super) bit4: v128,
+    /// Every byte 0x30: Q6_K's top bits at bits 4–5.
+    pub(super) bits45: v128,
+    /// Every byte 0x3F and every byte 3: the K formats' packed 6-bit scales.
+    pub(super) low6: v128,
+    pub(super) low2: v128,
+    /// Each i32 lane's low byte, and (relaxed builds) its low half.
+    pub(super) byte: v128,
+    #[cfg(target_feature = "relaxed-simd")]
+    pub(super) half: v128,
+    /// [`f16_constants`], and the f16 exponent in each i32 lane's high half (inf/NaN scales).
+    f16: (v128, v128),
+    f16_exp: v128,
+}
+
+impl Consts {
+    #[inline(always)]
+    pub(super) fn new() -> Self {
+        core::hint::black_box(Consts {
+            nibble: u8x16_splat(0x0F),
+            eight: u8x16_splat(8),
+            bit4: u8x16_splat(16),
+            bits45: u8x16_splat(0x30),
+            low6: u8x16_splat(0x3F),
+            low2: u8x16_splat(3),
+            byte: u32x4_splat(0xFF),
+            #[cfg(target_feature = "relaxed-simd")]
+            half: u32x4_splat(0xFFFF),
+            f16: f16_constants(),
+            f16_exp: i32x4_splat(0x7C00_0000),
+        })
+    }
+
+    /// The four rows' f16 scales at the start of a group block `p` as f32, for finite ones (the
+    /// ×4 layout's, checked by `interleave`): each sign-extended into its i32 lane (a widening
+    /// load; a shuffle with zeros had V8 rebuild two byte-shuffle masks each block, ~10 % slower)
+    /// and shifted so that sign, exponent and mantissa sit where f32's do (`f16_bits_to_f32_with`).
+    ///
+    /// # Safety
+    /// `p` must point at 8 readable bytes.
+    #[inline(always)]
+    pub(super) unsafe fn f16x4(&self, p: *const u8) -> v128 {
+        let v = i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13);
+        f16_bits_to_f32_with(v, self.f16.0, self.f16.1)
+    }
 }
 
 /// Σ nibble·x of one Q4_0 block (`qs`: its 16 quant bytes) against Q8_0 quants `x0` (elements
@@ -401,14 +452,14 @@ pub(crate) fn f16_bits_to_f32_with(v: v128, keep: v128, rebias: v128) -> v128 {
 /// neighbours into i16 lanes, so a lane is four products, |lane| ≤ 4·15·128 = 7680, and any four
 /// lanes still add up without overflow (see `hsum4_i16`).
 #[inline(always)]
-pub(crate) fn q4_0_block_isum(
+pub(super) fn q4_0_block_isum(
     dot16: impl Fn(v128, v128) -> v128,
     qs: v128,
     x0: v128,
     x1: v128,
+    c: &Consts,
 ) -> v128 {
-    let mask = u8x16_splat(0x0F);
-    let (lo, hi) = (v128_and(qs, mask), high_nibbles(qs, mask));
+    let (lo, hi) = (v128_and(qs, c.nibble), high_nibbles(qs, c.nibble));
     i16x8_add(dot16(x0, lo), dot16(x1, hi))
 }
 
@@ -449,6 +500,7 @@ unsafe fn q4_0_row1(
     x: *const u8,
     dx: *const f32,
     sx8: *const i32,
+    c: &Consts,
 ) -> f32 {
     let block = |b: usize| {
         let (wb, xb) = (w.add(b * Q4_BYTES), x.add(b * Q8_BYTES));
@@ -457,6 +509,7 @@ unsafe fn q4_0_row1(
             v128_load(wb.add(2) as *const v128),
             v128_load(xb.add(2) as *const v128),
             v128_load(xb.add(18) as *const v128),
+            c,
         )
     };
     let mut acc = f32x4_splat(0.0);
@@ -468,7 +521,7 @@ unsafe fn q4_0_row1(
             v128_load(sx8.add(b) as *const v128),
         );
         let scale = f32x4_mul(
-            q4_0_scales4(w.add(b * Q4_BYTES), Q4_BYTES, &mut special),
+            q4_0_scales4(w.add(b * Q4_BYTES), Q4_BYTES, &mut special, c),
             v128_load(dx.add(b) as *const v128),
         );
         acc = f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)));
@@ -531,6 +584,7 @@ unsafe fn q4_0_row4(
     out: *mut f32,
     stride: usize,
     dw: *const f32,
+    c: &Consts,
 ) {
     let rows = act.rows();
     let row_bytes = nb * Q8_BYTES;
@@ -547,6 +601,7 @@ unsafe fn q4_0_row4(
                 qs,
                 v128_load(xb.add(2) as *const v128),
                 v128_load(xb.add(18) as *const v128),
+                c,
             )
         };
         let isum = i32x4_sub(
@@ -584,6 +639,7 @@ unsafe fn q4_0_w4(
     dx: *const f32,
     sx8: *const i32,
     out: *mut f32,
+    c: &Consts,
 ) {
     let mut special = i32x4_splat(0);
     let mut step = |b: usize, acc: v128| {
@@ -595,14 +651,14 @@ unsafe fn q4_0_w4(
         let wb = w.add(b * Q4_BYTES);
         let row = |k: usize| {
             let qs = v128_load(wb.add(k * w_row + 2) as *const v128);
-            q4_0_block_isum(dot16, qs, x0, x1)
+            q4_0_block_isum(dot16, qs, x0, x1, c)
         };
         let isum = i32x4_sub(
             hsum4_i16(row(0), row(1), row(2), row(3)),
             i32x4_splat(*sx8.add(b)),
         );
         let scale = f32x4_mul(
-            q4_0_scales4(wb, w_row, &mut special),
+            q4_0_scales4(wb, w_row, &mut special, c),
             f32x4_splat(*dx.add(b)),
         );
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))
@@ -668,6 +724,7 @@ pub(crate) fn gemm_q4_0_with(
     let n_w = stride.min(w.len() / w_row);
     assert!(act.dx_t().len() >= rows * nb && act.sx8_t().len() >= rows * nb);
     let tiles = rows / 4 * 4;
+    let c = Consts::new();
     let mut dw = Vec::new();
     if tiles > 0 {
         dw.resize(nb, 0.0f32);
@@ -696,6 +753,7 @@ pub(crate) fn gemm_q4_0_with(
                     y.add(r * stride),
                     stride,
                     dw.as_ptr(),
+                    &c,
                 );
                 r += 4;
             }
@@ -718,11 +776,11 @@ pub(crate) fn gemm_q4_0_with(
         unsafe {
             while four_rows && o + 4 <= n_w {
                 let wr = w.as_ptr().add(o * w_row);
-                q4_0_w4(dot16, wr, w_row, nb, x, dx, sx8, y.as_mut_ptr().add(o));
+                q4_0_w4(dot16, wr, w_row, nb, x, dx, sx8, y.as_mut_ptr().add(o), &c);
                 o += 4;
             }
             while o < n_w {
-                y[o] = q4_0_row1(dot16, w.as_ptr().add(o * w_row), nb, x, dx, sx8);
+                y[o] = q4_0_row1(dot16, w.as_ptr().add(o * w_row), nb, x, dx, sx8, &c);
                 o += 1;
             }
         }
@@ -789,19 +847,25 @@ pub fn gemm_q8_0_q8_0(w: &[u8], act: &Q8Act, out: &mut [f32]) {
     let nb = act.blocks();
     // SAFETY: `gemm_q8_0_with` passes a weight row of `nb` blocks inside `w` and an activation
     // row `r` of `act`, whose blocks and scales `q8_row` / `dx` hold.
-    gemm_q8_0_with(w, act, out, |wr, r| unsafe {
-        q8_0_row1(wr, nb, act.q8_row(r).as_ptr(), act.dx()[r * nb..].as_ptr())
+    gemm_q8_0_with(w, act, out, |wr, r, c| unsafe {
+        q8_0_row1(
+            wr,
+            nb,
+            act.q8_row(r).as_ptr(),
+            act.dx()[r * nb..].as_ptr(),
+            c,
+        )
     })
 }
 
-/// [`gemm_q8_0_q8_0`] with the one-row kernel of large matrices given: `row1(w, r)` is weight
+/// [`gemm_q8_0_q8_0`] with the one-row kernel of large matrices given: `row1(w, r, c)` is weight
 /// row `w` (`act.blocks()` blocks) against activation row `r`, with [`q8_0_row1`]'s bits.
 #[inline(always)]
-pub(crate) fn gemm_q8_0_with(
+pub(super) fn gemm_q8_0_with(
     w: &[u8],
     act: &Q8Act,
     out: &mut [f32],
-    row1: impl Fn(*const u8, usize) -> f32,
+    row1: impl Fn(*const u8, usize, &Consts) -> f32,
 ) {
     let (rows, nb) = (act.rows(), act.blocks());
     if rows == 0 || nb == 0 {
@@ -813,6 +877,7 @@ pub(crate) fn gemm_q8_0_with(
     let n_w = stride.min(w.len() / w_row);
     assert!(act.dx_t().len() >= rows * nb);
     let tiles = rows / 4 * 4;
+    let c = Consts::new();
     let mut dw = vec![0.0f32; if tiles > 0 { nb } else { 0 }];
     for o in 0..n_w {
         let wr = &w[o * w_row..(o + 1) * w_row];
@@ -857,13 +922,14 @@ pub(crate) fn gemm_q8_0_with(
                     x.as_ptr(),
                     dx.as_ptr(),
                     y.as_mut_ptr().add(o),
+                    &c,
                 )
             };
             o += 4;
         }
         for (k, yo) in y.iter_mut().enumerate().skip(o) {
             // SAFETY (for `row1`): row `k < n_w` lies inside `w`.
-            *yo = row1(unsafe { w.as_ptr().add(k * w_row) }, r);
+            *yo = row1(unsafe { w.as_ptr().add(k * w_row) }, r, &c);
         }
     }
 }
@@ -875,7 +941,7 @@ pub(crate) fn gemm_q8_0_with(
 /// # Safety
 /// `w` must hold `nb` Q8_0 blocks, `x` `nb` Q8_0 blocks and `dx` their `nb` scales.
 #[inline(always)]
-unsafe fn q8_0_row1(w: *const u8, nb: usize, x: *const u8, dx: *const f32) -> f32 {
+unsafe fn q8_0_row1(w: *const u8, nb: usize, x: *const u8, dx: *const f32, c: &Consts) -> f32 {
     let block = |b: usize| {
         let (wb, xb) = (w.add(b * Q8_BYTES), x.add(b * Q8_BYTES));
         i32x4_add(
@@ -889,7 +955,7 @@ unsafe fn q8_0_row1(w: *const u8, nb: usize, x: *const u8, dx: *const f32) -> f3
             ),
         )
     };
-    q8_0_row1_with(block, w, nb, x, dx)
+    q8_0_row1_with(block, w, nb, x, dx, c)
 }
 
 /// [`q8_0_row1`] with the exact block sums from `block(b)` (four i32 partials of block `b`).
@@ -897,12 +963,13 @@ unsafe fn q8_0_row1(w: *const u8, nb: usize, x: *const u8, dx: *const f32) -> f3
 /// # Safety
 /// As [`q8_0_row1`].
 #[inline(always)]
-pub(crate) unsafe fn q8_0_row1_with(
+pub(super) unsafe fn q8_0_row1_with(
     block: impl Fn(usize) -> v128,
     w: *const u8,
     nb: usize,
     x: *const u8,
     dx: *const f32,
+    c: &Consts,
 ) -> f32 {
     let mut acc = f32x4_splat(0.0);
     let mut special = i32x4_splat(0);
@@ -910,7 +977,7 @@ pub(crate) unsafe fn q8_0_row1_with(
     while b + 4 <= nb {
         let isum = hsum4_i32(block(b), block(b + 1), block(b + 2), block(b + 3));
         let scale = f32x4_mul(
-            q4_0_scales4(w.add(b * Q8_BYTES), Q8_BYTES, &mut special),
+            q4_0_scales4(w.add(b * Q8_BYTES), Q8_BYTES, &mut special, c),
             v128_load(dx.add(b) as *const v128),
         );
         acc = f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)));
@@ -949,6 +1016,7 @@ unsafe fn q8_0_w4(
     x: *const u8,
     dx: *const f32,
     out: *mut f32,
+    c: &Consts,
 ) {
     let mut special = i32x4_splat(0);
     let mut step = |b: usize, acc: v128| {
@@ -967,7 +1035,7 @@ unsafe fn q8_0_w4(
         };
         let isum = hsum4_i32(row(0), row(1), row(2), row(3));
         let scale = f32x4_mul(
-            q4_0_scales4(wb, w_row, &mut special),
+            q4_0_scales4(wb, w_row, &mut special, c),
             f32x4_splat(*dx.add(b)),
         );
         f32x4_add(acc, f32x4_mul(scale, f32x4_convert_i32x4(isum)))

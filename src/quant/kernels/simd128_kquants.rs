@@ -121,8 +121,8 @@ fn q5_0_half(nib: v128, qh: v128, h: usize) -> v128 {
 
 /// See `legacy::vec_dot_q5_0_q8_0` (the twin: same integer block sums, same four-lane order).
 pub fn vec_dot_q5_0_q8_0(w: &[u8], x: &[u8]) -> f32 {
-    let mask = u8x16_splat(0x0F);
-    dot_blocks4(w, x, Q5_0_BYTES, Q8_0_BYTES, |wb, xb| {
+    dot_blocks4(w, x, Q5_0_BYTES, Q8_0_BYTES, |wb, xb, c| {
+        let mask = c.nibble;
         let qh = u32x4_splat(u32::from_le_bytes([wb[2], wb[3], wb[4], wb[5]]));
         let qs = load16(&wb[6..]);
         let lo = q5_0_half(v128_and(qs, mask), qh, 0);
@@ -166,7 +166,7 @@ pub(crate) fn q6_k_unpack(a: v128, b: v128, h: v128) -> [v128; 4] {
 }
 
 /// [`q6_k_unpack`] with its constants passed in (`mask` every byte 0x0F, `top` 0x30; see
-/// `x4::Consts`).
+/// `simd128::Consts`).
 #[inline(always)]
 pub(crate) fn q6_k_unpack_with(a: v128, b: v128, h: v128, mask: v128, top: v128) -> [v128; 4] {
     let top = |k: u32| bits_to_4(h, k, top);

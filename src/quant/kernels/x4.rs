@@ -11,9 +11,10 @@
 
 use core::arch::wasm32::*;
 
+use super::simd128::Consts;
 #[cfg(not(target_feature = "relaxed-simd"))]
 use super::simd128::{bits_to_4, high_nibbles};
-use super::simd128::{f16_bits_to_f32_with, f16_constants, f32_lanes, Q8_BYTES};
+use super::simd128::{f32_lanes, Q8_BYTES};
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 #[cfg(not(target_feature = "relaxed-simd"))]
@@ -374,64 +375,6 @@ unsafe fn group_pair_rows<F: X4>(
             )
         })
     })
-}
-
-/// The vector constants of the ×4 kernels, made once a call and handed down. V8's optimising
-/// tier builds a `v128.const` afresh at each use in a loop, three x86 instructions each (a load
-/// from its constant pool into a general register, a move to a vector register, a duplicate):
-/// a decoded token's Q4_0 ×4 loop spent 120 of its 385 instructions on them, the prompt's
-/// one-group tiles 120 of 967 (four blocks; V8 14.6 in Node 26, `--print-wasm-code`). Passed
-/// through `black_box`, they are values the engine keeps in a register or reloads from the stack.
-/// In Chromium (one thread, section profiles, two interleaved rounds) Gemma 3 270M Q4_K_M's
-/// prefill went 226.7 / 225.6 → 256.6 / 271.8 tok/s and its decode 56.9 / 60.4 → 62.4 / 63.0;
-/// Q4_0's moved within the host's noise (prefill 340–360 tok/s either way).
-#[derive(Clone, Copy)]
-pub(super) struct Consts {
-    /// Every byte 0x0F: a nibble.
-    pub(super) nibble: v128,
-    /// Every byte 16: Q5_0's (and Q5_K's) fifth bit at bit 4.
-    pub(super) bit4: v128,
-    /// Every byte 0x30: Q6_K's top bits at bits 4–5.
-    pub(super) bits45: v128,
-    /// Every byte 0x3F and every byte 3: the K formats' packed 6-bit scales.
-    pub(super) low6: v128,
-    pub(super) low2: v128,
-    /// Each i32 lane's low byte, and (relaxed builds) its low half.
-    pub(super) byte: v128,
-    #[cfg(target_feature = "relaxed-simd")]
-    pub(super) half: v128,
-    /// `simd128::f16_constants`.
-    f16: (v128, v128),
-}
-
-impl Consts {
-    #[inline(always)]
-    pub(super) fn new() -> Self {
-        core::hint::black_box(Consts {
-            nibble: u8x16_splat(0x0F),
-            bit4: u8x16_splat(16),
-            bits45: u8x16_splat(0x30),
-            low6: u8x16_splat(0x3F),
-            low2: u8x16_splat(3),
-            byte: u32x4_splat(0xFF),
-            #[cfg(target_feature = "relaxed-simd")]
-            half: u32x4_splat(0xFFFF),
-            f16: f16_constants(),
-        })
-    }
-
-    /// The four rows' f16 scales at the start of a group block `p` as f32, for finite ones (the
-    /// ×4 layout's, checked by `interleave`): each sign-extended into its i32 lane (a widening
-    /// load; a shuffle with zeros had V8 rebuild two byte-shuffle masks each block, ~10 % slower)
-    /// and shifted so that sign, exponent and mantissa sit where f32's do (`f16_bits_to_f32`).
-    ///
-    /// # Safety
-    /// `p` must point at 8 readable bytes.
-    #[inline(always)]
-    pub(super) unsafe fn f16x4(&self, p: *const u8) -> v128 {
-        let v = i32x4_shl(i32x4_load_extend_i16x4(p as *const i16), 13);
-        f16_bits_to_f32_with(v, self.f16.0, self.f16.1)
-    }
 }
 
 /// `simd128::accumulate_blocks4` for `N` accumulators at once: block `b` into set `b % 4`, the
