@@ -16,8 +16,7 @@ use core::arch::wasm32::*;
 
 #[cfg(target_feature = "relaxed-simd")]
 use super::relaxed_kquants::{q45_k_sums, q6_k_sums};
-use super::simd128::high_nibbles;
-use super::simd128::Consts;
+use super::simd128::{high_nibbles, Consts};
 use super::simd128_kquants::q6_k_unpack_with;
 use super::x4::put_groups;
 #[cfg(not(target_feature = "relaxed-simd"))]

@@ -9,10 +9,9 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::Consts;
 use super::simd128::{
     bits_to_4, dot_blocks4, gemm_i8_with, gemm_q4_0_with, gemm_q8_0_with, high_nibbles, load16,
-    q8_0_row1_with, I8Dot, Q4_BYTES, Q8_BYTES,
+    q8_0_row1_with, Consts, I8Dot, Q4_BYTES, Q8_BYTES,
 };
 use super::x4::{gemm_x4, X4};
 use crate::dtype::DType;

@@ -11,10 +11,9 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::Consts;
 #[cfg(not(target_feature = "relaxed-simd"))]
 use super::simd128::{bits_to_4, high_nibbles};
-use super::simd128::{f32_lanes, Q8_BYTES};
+use super::simd128::{f32_lanes, Consts, Q8_BYTES};
 use crate::dtype::DType;
 use crate::quant::act::Q8Act;
 #[cfg(not(target_feature = "relaxed-simd"))]
