@@ -12,9 +12,7 @@
 use super::config::Config;
 use super::kv_cache::KvCache;
 use crate::error::Result;
-use crate::ops::kernels::{
-    axpy_rows, dot_grid, softmax_by_position, touch, weighted_rows, TOUCH_AHEAD,
-};
+use crate::ops::kernels::{axpy_rows, dot_grid, softmax_by_position, weighted_rows};
 use crate::parallel;
 use crate::shape::checked_product;
 use crate::storage::try_grow as grow;
@@ -184,8 +182,8 @@ fn groups_of(group: usize, heads: Range<usize>) -> impl Iterator<Item = (usize, 
 /// all. Every path gives the same bits as one row, one head and one position at a time.
 /// `scores` holds `4 × rows.len()` times the longest row's positions, and `4 × head_dim`;
 /// `prefetch` says the cache rows come from memory (a decoded token's): [`head_scores`] then
-/// reads four heads' key rows one at a time in order (fewer heads' four at a time, touched
-/// ahead), [`weighted_rows`] touches value rows ahead.
+/// reads the key rows as runs in order ([`by_streams`]), [`weighted_rows`] touches value rows
+/// ahead.
 ///
 /// Never inlined: `forward` runs once per prompt, so these loops inlined into it ran a fresh
 /// instance's whole first prefill in V8's baseline tier (measured in Chromium: a 986-token first
@@ -335,20 +333,20 @@ fn add_into(out: &mut [f32], part: &[f32]) {
 }
 
 /// `put(j, t, q_t · key(j))` for the one, two or four query heads `t` in `heads` and the rows
-/// `j < n`: four heads take two key rows at a time (`dot_grid`, whose chains then overlap), or
-/// with `prefetch` one row at a time; two heads and one head take four rows; the tails one row
-/// at a time; every score has `dot`'s bits. Measured in Chromium against one key row at a time:
-/// a 1,060-token prompt's attention 1.69 → 1.46 ms a token (fastest of five).
+/// `j < n`, every score with `dot`'s bits: a prompt's four heads take two key rows at a time
+/// (`dot_grid`, whose eight chains then overlap), two heads and one head four; the tails one row
+/// at a time. Measured in Chromium against one key row at a time: a 1,060-token prompt's
+/// attention 1.69 → 1.46 ms a token (fastest of five).
 ///
-/// A decoded token's key rows (`prefetch`) come from memory. Four heads read them one row at a
-/// time in order, untouched, which the CPU's own prefetcher streams: a decoded token's attention
-/// at ~1,000 positions 2.77 → 2.11 ms on one thread and 1.86 → 1.51 on two, at ~100 0.68 → 0.57
-/// (section profile, medians of three interleaved runs; in a wasm loop over 80 MB of key rows,
-/// 0.13 → 0.077 µs a row from memory and 0.080 → 0.067 from the caches), against two passes of
-/// two heads over four rows with the rows [`TOUCH_AHEAD`] on touched, whose loads wait on memory
-/// in order. Two heads and one head still take four rows and touch ahead: at the time, four in
-/// flight beat two (2.06 → 1.81 ms a token at ~1,000) and touching took two threads' head shares
-/// (two heads each) from 0.65 / 2.25 to 0.45 / 2.07 ms a token at ~100 / ~1,000 positions.
+/// A decoded token's key rows (`prefetch`) come from memory, where reading them in order lets
+/// the CPU's prefetchers stream them: [`by_streams`] takes its rows from two (four heads) or four
+/// runs of rows, each read in order. Two adjacent rows at a time, which the CPU did not stream,
+/// took a token's attention at ~1,000 positions from 2.05 to 2.9 ms; four heads one row at a
+/// time waited on the adds of four chains. Against that, two runs took it 2.11 → 1.70 ms on one
+/// thread (2.02–2.19 → 1.69–1.72, three interleaved section profiles, Gemma 3 270M on the AMD
+/// EPYC host) and 1.30–1.76 → 1.22–1.32 on two; two threads' head shares (two heads each, four
+/// runs instead of four adjacent rows with the rows ahead touched) 0.49–0.56 → 0.45–0.47 ms a
+/// token at ~100.
 #[inline(always)]
 fn head_scores<'c>(
     heads: &[f32],
@@ -359,38 +357,33 @@ fn head_scores<'c>(
     mut put: impl FnMut(usize, usize, f32),
 ) {
     let hd = heads.len() / take;
-    // A decoded token's rows `TOUCH_AHEAD` past the four from `j` start on their way from memory.
-    let touch_ahead = |j: usize| {
-        if prefetch {
-            (j + TOUCH_AHEAD..n).take(4).for_each(|r| touch(key(r)));
-        }
-    };
     let mut j = 0;
     match take {
         4 => {
             let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
-            // A prompt's rows two at a time; a decoded token's (and the tail) one at a time below.
-            while !prefetch && j + 2 <= n {
+            if prefetch {
+                j = by_streams::<4, 2>(qs, &key, n, &mut put);
+            }
+            // A prompt's rows two at a time.
+            while j + 2 <= n {
                 rows_by_heads::<4, 2>(qs, &key, j, &mut put);
                 j += 2;
             }
-            if !prefetch && j < n {
+            if j < n {
                 // An odd last row as a pair with itself, so a prompt runs the pairs' code only:
                 // V8 optimises a function once it has run enough, and the lone-row kernel (a
                 // two-thread decode's heads go two at a time) first got that under the first
                 // prompt, whose attention ran it in the baseline tier meanwhile.
                 let s = dot_grid(qs, [key(j), key(j)]);
                 s[0].iter().enumerate().for_each(|(t, &v)| put(j, t, v));
-                j = n;
-            }
-            for j in j..n {
-                rows_by_heads::<4, 1>(qs, &key, j, &mut put);
             }
         }
         2 => {
             let qs = [&heads[..hd], &heads[hd..]];
+            if prefetch {
+                j = by_streams::<2, 4>(qs, &key, n, &mut put);
+            }
             while j + 4 <= n {
-                touch_ahead(j);
                 rows_by_heads::<2, 4>(qs, &key, j, &mut put);
                 j += 4;
             }
@@ -399,8 +392,10 @@ fn head_scores<'c>(
             }
         }
         _ => {
+            if prefetch {
+                j = by_streams::<1, 4>([heads], &key, n, &mut put);
+            }
             while j + 4 <= n {
-                touch_ahead(j);
                 rows_by_heads::<1, 4>([heads], &key, j, &mut put);
                 j += 4;
             }
@@ -409,6 +404,29 @@ fn head_scores<'c>(
             }
         }
     }
+}
+
+/// The `H` heads' scores of the first `R · (n / R)` key rows, through `put` as
+/// [`head_scores`]': `R` rows at a time, one from each of `R` runs of `n / R` rows that follow
+/// one another, so each run is read in order (a stream the CPU prefetches). Returns how many
+/// rows it took.
+#[inline(always)]
+fn by_streams<'c, const H: usize, const R: usize>(
+    qs: [&[f32]; H],
+    key: &impl Fn(usize) -> &'c [f32],
+    n: usize,
+    put: &mut impl FnMut(usize, usize, f32),
+) -> usize {
+    let run = n / R;
+    for j in 0..run {
+        let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r * run)));
+        for (r, s) in s.iter().enumerate() {
+            s.iter()
+                .enumerate()
+                .for_each(|(t, &v)| put(j + r * run, t, v));
+        }
+    }
+    R * run
 }
 
 /// The `H` heads' scores of the `R` key rows from `j`, through `put` as [`head_scores`]'.

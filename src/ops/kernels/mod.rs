@@ -69,7 +69,7 @@ fn nan_max(a: f32, b: f32) -> f32 {
     }
 }
 
-/// Rows ahead of the one being computed that attention's loops [`touch`]: measured in Chromium
+/// Rows ahead of the one being computed that `weighted_rows` [`touch`]es: measured in Chromium
 /// (one thread, decode at position ~1,000), 8 beat 4 and matched 16 and 32.
 pub const TOUCH_AHEAD: usize = 8;
 
@@ -78,8 +78,8 @@ pub const TOUCH_AHEAD: usize = 8;
 /// while the arithmetic on the rows before it goes on. A decoded token's attention reads cache
 /// rows that have left the CPU's caches since they were written, and without this waited on
 /// each line as its arithmetic reached it (one thread, medians of six: 6.58 → 4.40 ms a token at
-/// position ~1,000, 1.39 → 0.94 at ~100, touching key and value rows; the scores keep four key
-/// rows in flight besides, see `model::attention`'s `head_scores`).
+/// position ~1,000, 1.39 → 0.94 at ~100, touching key and value rows). Key rows have since been
+/// read as runs in order instead (`model::attention`'s `by_streams`), which the CPU streams.
 #[inline(always)]
 pub fn touch(x: &[f32]) {
     let sink = x.iter().step_by(16).fold(0, |s, v| s ^ v.to_bits());
