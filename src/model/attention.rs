@@ -366,7 +366,7 @@ fn head_scores<'c>(
             }
             // A prompt's rows two at a time.
             while j + 2 <= n {
-                rows_by_heads::<4, 2>(qs, &key, j, &mut put);
+                rows_by_heads::<4, 2>(qs, &key, j, 1, &mut put);
                 j += 2;
             }
             if j < n {
@@ -384,11 +384,11 @@ fn head_scores<'c>(
                 j = by_streams::<2, 4>(qs, &key, n, &mut put);
             }
             while j + 4 <= n {
-                rows_by_heads::<2, 4>(qs, &key, j, &mut put);
+                rows_by_heads::<2, 4>(qs, &key, j, 1, &mut put);
                 j += 4;
             }
             for j in j..n {
-                rows_by_heads::<2, 1>(qs, &key, j, &mut put);
+                rows_by_heads::<2, 1>(qs, &key, j, 1, &mut put);
             }
         }
         _ => {
@@ -396,11 +396,11 @@ fn head_scores<'c>(
                 j = by_streams::<1, 4>([heads], &key, n, &mut put);
             }
             while j + 4 <= n {
-                rows_by_heads::<1, 4>([heads], &key, j, &mut put);
+                rows_by_heads::<1, 4>([heads], &key, j, 1, &mut put);
                 j += 4;
             }
             for j in j..n {
-                rows_by_heads::<1, 1>([heads], &key, j, &mut put);
+                rows_by_heads::<1, 1>([heads], &key, j, 1, &mut put);
             }
         }
     }
@@ -418,28 +418,24 @@ fn by_streams<'c, const H: usize, const R: usize>(
     put: &mut impl FnMut(usize, usize, f32),
 ) -> usize {
     let run = n / R;
-    for j in 0..run {
-        let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r * run)));
-        for (r, s) in s.iter().enumerate() {
-            s.iter()
-                .enumerate()
-                .for_each(|(t, &v)| put(j + r * run, t, v));
-        }
-    }
+    (0..run).for_each(|j| rows_by_heads::<H, R>(qs, key, j, run, put));
     R * run
 }
 
-/// The `H` heads' scores of the `R` key rows from `j`, through `put` as [`head_scores`]'.
+/// The `H` heads' scores of the `R` key rows `j + r · step`, through `put` as [`head_scores`]'.
 #[inline(always)]
 fn rows_by_heads<'c, const H: usize, const R: usize>(
     qs: [&[f32]; H],
     key: &impl Fn(usize) -> &'c [f32],
     j: usize,
+    step: usize,
     put: &mut impl FnMut(usize, usize, f32),
 ) {
-    let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r)));
+    let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r * step)));
     for (r, s) in s.iter().enumerate() {
-        s.iter().enumerate().for_each(|(t, &v)| put(j + r, t, v));
+        s.iter()
+            .enumerate()
+            .for_each(|(t, &v)| put(j + r * step, t, v));
     }
 }
 
