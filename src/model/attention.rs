@@ -370,10 +370,9 @@ fn head_scores<'c>(
                 j += 2;
             }
             if j < n {
-                // An odd last row as a pair with itself, so a prompt runs the pairs' code only:
-                // V8 optimises a function once it has run enough, and the lone-row kernel (a
-                // two-thread decode's heads go two at a time) first got that under the first
-                // prompt, whose attention ran it in the baseline tier meanwhile.
+                // An odd last row as a pair with itself, so four heads run the pairs' code only:
+                // V8 optimises a function once it has run enough, and a lone-row kernel that
+                // only odd rows reached ran a fresh instance's first prompt in the baseline tier.
                 let s = dot_grid(qs, [key(j), key(j)]);
                 s[0].iter().enumerate().for_each(|(t, &v)| put(j, t, v));
             }

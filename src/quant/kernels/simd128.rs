@@ -383,9 +383,9 @@ pub(crate) fn f16_bits_to_f32_with(v: v128, keep: v128, rebias: v128) -> v128 {
 }
 
 /// The vector constants of the quantized kernels (the ×4 ones and the file layout's), made once a
-/// call and handed down. V8's optimising
-/// tier builds a `v128.const` afresh at each use in a loop, three x86 instructions each (a load
-/// from its constant pool into a general register, a move to a vector register, a duplicate):
+/// call and handed down. V8's optimising tier builds a `v128.const` afresh at each use in a
+/// loop, three x86 instructions each (a load from its constant pool into a general register, a
+/// move to a vector register, a duplicate):
 /// a decoded token's Q4_0 ×4 loop spent 120 of its 385 instructions on them, the prompt's
 /// one-group tiles 120 of 967 (four blocks; V8 14.6 in Node 26, `--print-wasm-code`). Passed
 /// through `black_box`, they are values the engine keeps in a register or reloads from the stack.
