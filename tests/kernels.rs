@@ -740,6 +740,13 @@ mod f32_kernels {
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
+    /// `dot_grid`'s rows side by side.
+    fn grid<const H: usize, const R: usize>(xs: [&[f32]; H], ys: [&[f32]; R]) -> Vec<f32> {
+        let mut out = vec![f32::NAN; H * R];
+        k::dot_grid(xs, ys, &mut out, H);
+        out
+    }
+
     #[test]
     fn grid_dot_four_way_axpy_and_weighted_rows_equal_single_calls() {
         let mut rng = Rng::new(23);
@@ -749,12 +756,21 @@ mod f32_kernels {
             let y = rng.vec(n, 3.0);
             let y2 = rng.vec(n, 3.0);
             let grids = [
-                k::dot_grid(xr, [&y[..]]).concat(),
-                k::dot_grid(xr, [&y[..], &y2]).concat(),
-                k::dot_grid([xr[0]], [xr[1], &y, xr[2], &y2]).concat(),
-                k::dot_grid(xr, [&y[..], &y2, xr[1], xr[3]]).concat(),
-                k::dot_grid([xr[0], xr[2]], [&y[..], &y2, xr[1], xr[3]]).concat(),
+                grid(xr, [&y[..]]),
+                grid(xr, [&y[..], &y2]),
+                grid([xr[0]], [xr[1], &y, xr[2], &y2]),
+                grid(xr, [&y[..], &y2, xr[1], xr[3]]),
+                grid([xr[0], xr[2]], [&y[..], &y2, xr[1], xr[3]]),
             ];
+            // Rows `step` apart leave what lies between them alone.
+            let mut spaced = vec![f32::NAN; 11];
+            k::dot_grid(xr, [&y[..], &y2], &mut spaced, 7);
+            assert_eq!(spaced[..4], grids[1][..4], "dot_grid n={n} step 7, row 0");
+            assert_eq!(spaced[7..], grids[1][4..], "dot_grid n={n} step 7, row 1");
+            assert!(
+                spaced[4..7].iter().all(|v| v.is_nan()),
+                "dot_grid n={n} step 7"
+            );
             // Every (head, row) pair of a grid, row by row.
             fn four_heads<'a>(
                 xr: [&'a [f32]; 4],
@@ -998,11 +1014,7 @@ mod f32_kernels {
         (a[0], b[0], a[4], b[4]) = (-c, 1.0, x, x);
         assert_eq!(k::dot(&a, &b), want, "dot");
         assert_eq!(s::dot(&a, &b), want, "scalar dot");
-        assert_eq!(
-            k::dot_grid([&a[..]; 4], [&b[..]; 2]),
-            [[want; 4]; 2],
-            "dot_grid"
-        );
+        assert_eq!(grid([&a[..]; 4], [&b[..]; 2]), [want; 8], "dot_grid");
         let mut y = vec![-c; 4];
         k::axpy_rows([x], [&[x; 4][..]], &mut y);
         assert_eq!(y, [want; 4], "axpy_rows");

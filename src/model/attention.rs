@@ -238,7 +238,7 @@ fn attend(
     }
 }
 
-/// `put`s each row's scores into `sc[r]` (`[positions, take]`) through [`head_scores`]: one row
+/// Writes each row's scores into `sc[r]` (`[positions, take]`) through [`head_scores`]: one row
 /// in one piece, several by blocks of [`KEY_BLOCK`] positions, every row taking a block while
 /// its keys are in the L1. (At ~1,000 positions a layer's keys are ~1 MB: each row read them
 /// from the L3.)
@@ -265,9 +265,7 @@ fn row_scores<'q>(
             }
             let key = |j: usize| &cache.key(il, start + j)[kv.clone()];
             let at = (start - p.start) * take;
-            head_scores(q_rows(r), take, end - start, key, prefetch, |j, t, v| {
-                sc[at + j * take + t] = v
-            });
+            head_scores(q_rows(r), take, end - start, key, prefetch, &mut sc[at..]);
         }
     }
 }
@@ -300,7 +298,7 @@ fn attend_split(
         parallel::for_each_chunk_mut(&mut by_position[..take * len], block, |b, chunk| {
             let key = |j: usize| &cache.key(il, lo + b * POSITION_BLOCK + j)[kv.clone()];
             let n = chunk.len() / take;
-            head_scores(heads, take, n, key, true, |j, t, v| chunk[j * take + t] = v);
+            head_scores(heads, take, n, key, true, chunk);
         });
         let p = Weights::softmax(&mut by_position[..take * len], take);
         // parts[b·take·hd..][..take·hd] = value block b's Σ_j p_tj v_j, head t's at t·hd
@@ -332,8 +330,8 @@ fn add_into(out: &mut [f32], part: &[f32]) {
     out.iter_mut().zip(part).for_each(|(o, p)| *o += p);
 }
 
-/// `put(j, t, q_t · key(j))` for the one, two or four query heads `t` in `heads` and the rows
-/// `j < n`, every score with `dot`'s bits: a prompt's four heads take two key rows at a time
+/// `out[j·take + t] = q_t · key(j)` for the one, two or four query heads `t` in `heads` and the
+/// rows `j < n`, every score with `dot`'s bits: a prompt's four heads take two key rows at a time
 /// (`dot_grid`, whose eight chains then overlap), two heads and one head four; the tails one row
 /// at a time. Measured in Chromium against one key row at a time: a 1,060-token prompt's
 /// attention 1.69 → 1.46 ms a token (fastest of five).
@@ -354,7 +352,7 @@ fn head_scores<'c>(
     n: usize,
     key: impl Fn(usize) -> &'c [f32],
     prefetch: bool,
-    mut put: impl FnMut(usize, usize, f32),
+    out: &mut [f32],
 ) {
     let hd = heads.len() / take;
     let mut j = 0;
@@ -362,51 +360,51 @@ fn head_scores<'c>(
         4 => {
             let qs: [&[f32]; 4] = core::array::from_fn(|t| &heads[t * hd..(t + 1) * hd]);
             if prefetch {
-                j = by_streams::<4, 2>(qs, &key, n, &mut put);
+                j = by_streams::<4, 2>(qs, &key, n, out);
             }
             // A prompt's rows two at a time.
             while j + 2 <= n {
-                rows_by_heads::<4, 2>(qs, &key, j, 1, &mut put);
+                rows_by_heads::<4, 2>(qs, &key, j, 1, out);
                 j += 2;
             }
             if j < n {
-                // An odd last row as a pair with itself, so four heads run the pairs' code only:
-                // V8 optimises a function once it has run enough, and a lone-row kernel that
-                // only odd rows reached ran a fresh instance's first prompt in the baseline tier.
-                let s = dot_grid(qs, [key(j), key(j)]);
-                s[0].iter().enumerate().for_each(|(t, &v)| put(j, t, v));
+                // An odd last row as a pair with itself (written twice to the same place), so
+                // four heads run the pairs' code only: V8 optimises a function once it has run
+                // enough, and a lone-row kernel that only odd rows reached ran a fresh
+                // instance's first prompt in the baseline tier.
+                dot_grid(qs, [key(j), key(j)], &mut out[4 * j..], 0);
             }
         }
         2 => {
             let qs = [&heads[..hd], &heads[hd..]];
             if prefetch {
-                j = by_streams::<2, 4>(qs, &key, n, &mut put);
+                j = by_streams::<2, 4>(qs, &key, n, out);
             }
             while j + 4 <= n {
-                rows_by_heads::<2, 4>(qs, &key, j, 1, &mut put);
+                rows_by_heads::<2, 4>(qs, &key, j, 1, out);
                 j += 4;
             }
             for j in j..n {
-                rows_by_heads::<2, 1>(qs, &key, j, 1, &mut put);
+                rows_by_heads::<2, 1>(qs, &key, j, 1, out);
             }
         }
         _ => {
             if prefetch {
-                j = by_streams::<1, 4>([heads], &key, n, &mut put);
+                j = by_streams::<1, 4>([heads], &key, n, out);
             }
             while j + 4 <= n {
-                rows_by_heads::<1, 4>([heads], &key, j, 1, &mut put);
+                rows_by_heads::<1, 4>([heads], &key, j, 1, out);
                 j += 4;
             }
             for j in j..n {
-                rows_by_heads::<1, 1>([heads], &key, j, 1, &mut put);
+                rows_by_heads::<1, 1>([heads], &key, j, 1, out);
             }
         }
     }
 }
 
-/// The `H` heads' scores of the first `R · (n / R)` key rows, through `put` as
-/// [`head_scores`]': `R` rows at a time, one from each of `R` runs of `n / R` rows that follow
+/// The `H` heads' scores of the first `R · (n / R)` key rows, into `out` as [`head_scores`]':
+/// `R` rows at a time, one from each of `R` runs of `n / R` rows that follow
 /// one another, so each run is read in order (a stream the CPU prefetches). Returns how many
 /// rows it took.
 #[inline(always)]
@@ -414,28 +412,24 @@ fn by_streams<'c, const H: usize, const R: usize>(
     qs: [&[f32]; H],
     key: &impl Fn(usize) -> &'c [f32],
     n: usize,
-    put: &mut impl FnMut(usize, usize, f32),
+    out: &mut [f32],
 ) -> usize {
     let run = n / R;
-    (0..run).for_each(|j| rows_by_heads::<H, R>(qs, key, j, run, put));
+    (0..run).for_each(|j| rows_by_heads::<H, R>(qs, key, j, run, out));
     R * run
 }
 
-/// The `H` heads' scores of the `R` key rows `j + r · step`, through `put` as [`head_scores`]'.
+/// The `H` heads' scores of the `R` key rows `j + r · step`, into `out` as [`head_scores`]'.
 #[inline(always)]
 fn rows_by_heads<'c, const H: usize, const R: usize>(
     qs: [&[f32]; H],
     key: &impl Fn(usize) -> &'c [f32],
     j: usize,
     step: usize,
-    put: &mut impl FnMut(usize, usize, f32),
+    out: &mut [f32],
 ) {
-    let s = dot_grid(qs, core::array::from_fn::<_, R, _>(|r| key(j + r * step)));
-    for (r, s) in s.iter().enumerate() {
-        s.iter()
-            .enumerate()
-            .for_each(|(t, &v)| put(j + r * step, t, v));
-    }
+    let keys = core::array::from_fn::<_, R, _>(|r| key(j + r * step));
+    dot_grid(qs, keys, &mut out[j * H..], step * H);
 }
 
 /// A row's softmax weights for one, two or four heads, by position (`[len, take]`, the order

@@ -9,10 +9,23 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
-/// `out[r][h] = dot(xs[h], ys[r])`: every query head `h` against every key row `r` (attention's
-/// scores), each with `dot`'s bits.
-pub fn dot_grid<const H: usize, const R: usize>(xs: [&[f32]; H], ys: [&[f32]; R]) -> [[f32; H]; R] {
-    ys.map(|y| xs.map(|x| dot(x, y)))
+/// `out[r·step + h] = dot(xs[h], ys[r])`: every query head `h` against every key row `r`
+/// (attention's scores), each with `dot`'s bits, written where the caller keeps row `r`'s
+/// scores (`step` apart).
+///
+/// # Panics
+/// If `out` is shorter than `(R − 1)·step + H`.
+pub fn dot_grid<const H: usize, const R: usize>(
+    xs: [&[f32]; H],
+    ys: [&[f32]; R],
+    out: &mut [f32],
+    step: usize,
+) {
+    for (r, y) in ys.iter().enumerate() {
+        for (o, x) in out[r * step..][..H].iter_mut().zip(xs) {
+            *o = dot(x, y);
+        }
+    }
 }
 
 /// `y[i] = madd(a[k], xs[k][i], y[i])` for `k = 0, 1, … N − 1` in turn: attention's rows of
