@@ -404,9 +404,8 @@ fn head_scores<'c>(
 }
 
 /// The `H` heads' scores of the first `R · (n / R)` key rows, into `out` as [`head_scores`]':
-/// `R` rows at a time, one from each of `R` runs of `n / R` rows that follow
-/// one another, so each run is read in order (a stream the CPU prefetches). Returns how many
-/// rows it took.
+/// `R` rows at a time, one from each of `R` runs of `n / R` rows that follow one another, so
+/// each run is read in order (a stream the CPU prefetches). Returns how many rows it took.
 #[inline(always)]
 fn by_streams<'c, const H: usize, const R: usize>(
     qs: [&[f32]; H],
