@@ -4,7 +4,6 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use std::fmt;
-use std::mem::MaybeUninit;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
@@ -190,6 +189,7 @@ pub(crate) fn try_grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<(
 /// zero-fill on one thread before the real writes kept the other threads waiting.
 ///
 /// [`parallel::for_each_row`]: crate::parallel::for_each_row
+#[cfg(feature = "llm")]
 pub(crate) fn try_extend_rows(
     v: &mut Vec<f32>,
     rows: usize,
@@ -206,7 +206,7 @@ pub(crate) fn try_extend_rows(
             x.write(0.0);
         }
         // SAFETY: every element of `row` was written just above.
-        let row = unsafe { &mut *(row as *mut [MaybeUninit<f32>] as *mut [f32]) };
+        let row = unsafe { &mut *(row as *mut [std::mem::MaybeUninit<f32>] as *mut [f32]) };
         fill(i, row);
     });
     // SAFETY: the loop wrote all `n` elements after `len` (its rows cover them: `n` is whole
@@ -276,6 +276,7 @@ mod tests {
     /// each zeroed before `fill` sees it, in a team of threads too; no rows, or rows of no
     /// values, append nothing.
     #[test]
+    #[cfg(feature = "llm")]
     fn extend_rows_appends_what_a_plain_loop_does() {
         let fill = |i: usize, row: &mut [f32]| {
             assert!(row.iter().all(|&x| x == 0.0), "row {i} not zeroed");
