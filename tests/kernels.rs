@@ -771,6 +771,20 @@ mod f32_kernels {
                 spaced[4..7].iter().all(|v| v.is_nan()),
                 "dot_grid n={n} step 7"
             );
+            // A row that the output cannot hold is left out, not a panic.
+            let mut short = vec![f32::NAN; 6];
+            k::dot_grid(xr, [&y[..], &y2], &mut short, 4);
+            assert_eq!(
+                short[..4],
+                grids[1][..4],
+                "dot_grid n={n} short output, row 0"
+            );
+            assert!(
+                short[4..].iter().all(|v| v.is_nan()),
+                "dot_grid n={n} short output"
+            );
+            k::dot_grid(xr, [&y[..], &y2], &mut short, usize::MAX);
+            assert_eq!(short[..4], grids[1][..4], "dot_grid n={n} huge step, row 0");
             // Every (head, row) pair of a grid, row by row.
             fn four_heads<'a>(
                 xr: [&'a [f32]; 4],

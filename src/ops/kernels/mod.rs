@@ -69,6 +69,15 @@ fn nan_max(a: f32, b: f32) -> f32 {
     }
 }
 
+/// Row `r`'s `h` places in a `dot_grid` output whose rows lie `step` apart, or `None` where `out`
+/// ends first (the twins then leave that row out rather than panic).
+#[inline(always)]
+fn grid_row(out: &mut [f32], r: usize, step: usize, h: usize) -> Option<&mut [f32]> {
+    r.checked_mul(step)
+        .and_then(|at| out.get_mut(at..))
+        .and_then(|row| row.get_mut(..h))
+}
+
 /// Rows ahead of the one being computed that `weighted_rows` [`touch`]es: measured in Chromium
 /// (one thread, decode at position ~1,000), 8 beat 4 and matched 16 and 32.
 pub const TOUCH_AHEAD: usize = 8;

@@ -11,10 +11,7 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
 
 /// `out[r·step + h] = dot(xs[h], ys[r])`: every query head `h` against every key row `r`
 /// (attention's scores), each with `dot`'s bits, written where the caller keeps row `r`'s
-/// scores (`step` apart).
-///
-/// # Panics
-/// If `out` is shorter than `(R − 1)·step + H`.
+/// scores (`step` apart). A row whose `H` places `out` does not hold is left out.
 pub fn dot_grid<const H: usize, const R: usize>(
     xs: [&[f32]; H],
     ys: [&[f32]; R],
@@ -22,7 +19,10 @@ pub fn dot_grid<const H: usize, const R: usize>(
     step: usize,
 ) {
     for (r, y) in ys.iter().enumerate() {
-        for (o, x) in out[r * step..][..H].iter_mut().zip(xs) {
+        let Some(row) = super::grid_row(out, r, step, H) else {
+            continue;
+        };
+        for (o, x) in row.iter_mut().zip(xs) {
             *o = dot(x, y);
         }
     }
