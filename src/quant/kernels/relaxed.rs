@@ -190,7 +190,7 @@ impl X4 for Q4_0x4 {
     /// value, LLVM kept the chunk loop with that test inside and V8 two copies of its body,
     /// 73 x86 instructions a chunk against 55, one more accumulator spilled. Without it, node
     /// (V8 14.6, one thread, five interleaved rounds) prefilled the 1,060-token prompt at
-    /// 305–315 tok/s against 295–311, the 106-token one at 379–393 against 359–384.
+    /// 305–315 tok/s against 295–311, the 106-token one at 379–393 against 320–384.
     #[inline(always)]
     unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4], c: &Consts) -> [[v128; 4]; 2] {
         let mask = c.nibble;
