@@ -783,8 +783,14 @@ mod f32_kernels {
                 short[4..].iter().all(|v| v.is_nan()),
                 "dot_grid n={n} short output"
             );
+            // Row 1's offset overflows: row 0 is still written, nothing else.
+            short.fill(f32::NAN);
             k::dot_grid(xr, [&y[..], &y2], &mut short, usize::MAX);
             assert_eq!(short[..4], grids[1][..4], "dot_grid n={n} huge step, row 0");
+            assert!(
+                short[4..].iter().all(|v| v.is_nan()),
+                "dot_grid n={n} huge step"
+            );
             // Every (head, row) pair of a grid, row by row.
             fn four_heads<'a>(
                 xr: [&'a [f32]; 4],
