@@ -188,9 +188,9 @@ impl X4 for Q4_0x4 {
     /// As [`Q4_0x4::isum`], each row's activation words loaded once for both groups (see
     /// `x4::group_pair_rows`). The sums start at zero: with chunk 0's products as their first
     /// value, LLVM kept the chunk loop with that test inside and V8 two copies of its body,
-    /// 73 x86 instructions a chunk against 55, one more accumulator spilled. Without it, node
-    /// (V8 14.6, one thread, five interleaved rounds) prefilled the 1,060-token prompt at
-    /// 305–315 tok/s against 295–311, the 106-token one at 379–393 against 320–384.
+    /// 81 x86 instructions a chunk (76 for chunk 0) against 66, one more accumulator spilled.
+    /// Without it, node (V8 14.6, one thread, five interleaved rounds) prefilled the 1,060-token
+    /// prompt at 305–315 tok/s against 295–311, the 106-token one at 379–393 against 320–384.
     #[inline(always)]
     unsafe fn isum_pair(blk: [*const u8; 2], x: [*const u8; 4], c: &Consts) -> [[v128; 4]; 2] {
         let mask = c.nibble;
